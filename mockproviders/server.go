@@ -1,0 +1,243 @@
+package mockproviders
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Flavor selects the wire protocol a mock speaks.
+type Flavor string
+
+const (
+	Alpha Flavor = "alpha" // OpenAI chat-completions protocol
+	Beta  Flavor = "beta"  // Anthropic-Messages-style protocol
+)
+
+// DefaultChunks is the number of content pieces when neither the server nor the
+// request asks for another.
+const DefaultChunks = 4
+
+// maxBodyBytes is generous for tests and still bounds a runaway client.
+const maxBodyBytes = 8 << 20
+
+// Options configures one mock. The Default* fields apply when a request's
+// directive does not set the matching key.
+type Options struct {
+	Flavor            Flavor
+	RequireKey        string // empty: no auth; else alpha wants "Authorization: Bearer <key>", beta "x-api-key: <key>"
+	DefaultChunks     int    // 0 means DefaultChunks
+	DefaultChunkDelay time.Duration
+	DefaultDelay      time.Duration
+	Logger            *slog.Logger // nil: discard
+}
+
+// protocol is what differs between the flavors; everything else is shared.
+type protocol interface {
+	path() string
+	authorized(r *http.Request, want []byte) bool
+	parse(body []byte) (*chatRequest, *apiError)
+	writeError(w http.ResponseWriter, e *apiError)
+	jsonBody(x *exchange) []byte
+	streamHead(x *exchange) [][]byte
+	streamPiece(x *exchange, piece string) []byte
+	streamTail(x *exchange) [][]byte
+	streamError(x *exchange) []byte
+}
+
+// exchange is one protocol call after validation.
+type exchange struct {
+	req     *chatRequest
+	ans     *answer
+	fault   Fault
+	noUsage bool
+}
+
+type handler struct {
+	opts    Options
+	proto   protocol
+	keyHash []byte // SHA-256 of RequireKey: equal-length constant-time compare, and no plaintext kept
+	calls   *callCounter
+	log     *slog.Logger
+}
+
+// NewHandler returns a complete mock: the protocol endpoint, /healthz,
+// GET /mock/calls and POST /mock/reset. All state lives in the handler, so any
+// number can run in one process (for example one per httptest.Server).
+func NewHandler(opts Options) (http.Handler, error) {
+	h := &handler{opts: opts, calls: newCallCounter(), log: opts.Logger}
+	switch opts.Flavor {
+	case Alpha:
+		h.proto = alphaProto{}
+	case Beta:
+		h.proto = betaProto{}
+	default:
+		return nil, fmt.Errorf("unknown flavor %q (want alpha or beta)", opts.Flavor)
+	}
+	if h.opts.DefaultChunks == 0 {
+		h.opts.DefaultChunks = DefaultChunks
+	}
+	if h.opts.DefaultChunks < 1 || h.opts.DefaultChunks > MaxChunks {
+		return nil, fmt.Errorf("default chunks %d outside 1..%d", opts.DefaultChunks, MaxChunks)
+	}
+	if opts.DefaultChunkDelay < 0 || opts.DefaultDelay < 0 {
+		return nil, errors.New("default delays must not be negative")
+	}
+	if opts.RequireKey != "" {
+		sum := sha256.Sum256([]byte(opts.RequireKey))
+		h.keyHash = sum[:]
+		h.opts.RequireKey = ""
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	return h, nil
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/healthz":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok")
+	case "/mock/calls":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET")
+			http.Error(w, "use GET", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(h.calls.snapshot())
+	case "/mock/reset":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			http.Error(w, "use POST", http.StatusMethodNotAllowed)
+			return
+		}
+		h.calls.reset()
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		h.serveProtocol(w, r)
+	}
+}
+
+// statusWriter remembers the status sent so by_status and the call log report what
+// the client saw; Unwrap keeps http.ResponseController (flush) working through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (h *handler) serveProtocol(rw http.ResponseWriter, r *http.Request) {
+	h.calls.arrive(r.URL.Path)
+	start := time.Now()
+	w := &statusWriter{ResponseWriter: rw}
+	var req *chatRequest
+	fault := ""
+	// Deferred so it also runs when drop_after aborts the handler with a panic.
+	defer func() {
+		if w.status != 0 {
+			h.calls.status(w.status)
+		}
+		attrs := []any{"flavor", h.opts.Flavor, "method", r.Method, "path", r.URL.Path, "status", w.status, "duration", time.Since(start)}
+		if req != nil {
+			attrs = append(attrs, "model", req.model, "stream", req.stream, "fault", fault)
+		}
+		h.log.Debug("mock call", attrs...)
+	}()
+
+	if r.URL.Path != h.proto.path() {
+		h.proto.writeError(w, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("unknown path %s (this %s mock serves POST %s)", r.URL.Path, h.opts.Flavor, h.proto.path())})
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		h.proto.writeError(w, &apiError{status: http.StatusMethodNotAllowed, message: "use POST"})
+		return
+	}
+	if h.keyHash != nil && !h.proto.authorized(r, h.keyHash) {
+		h.proto.writeError(w, &apiError{status: http.StatusUnauthorized, message: "invalid or missing API key"})
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			h.proto.writeError(w, &apiError{status: http.StatusRequestEntityTooLarge, message: fmt.Sprintf("request body over %d bytes", maxBodyBytes)})
+		} else {
+			h.proto.writeError(w, badRequest("", "reading body: %v", err))
+		}
+		return
+	}
+	req, apiErr := h.proto.parse(body)
+	if apiErr != nil {
+		h.proto.writeError(w, apiErr)
+		return
+	}
+	faults, err := ParseDirectives(strings.Join(stripLastUser(req), "\n"))
+	if err != nil {
+		fault = "invalid"
+		h.calls.faults([]string{fault})
+		h.proto.writeError(w, badRequest("messages", "%v", err))
+		return
+	}
+	f := faults[h.opts.Flavor]
+	fault = f.String()
+	h.calls.faults(f.Labels())
+
+	delay := h.opts.DefaultDelay
+	if f.Has("delay_ms") {
+		delay = ms(f.DelayMS)
+	}
+	if !sleep(r, delay) {
+		return
+	}
+	if f.Has("status") {
+		if f.Has("retry_after") {
+			w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
+		}
+		h.proto.writeError(w, &apiError{status: f.Status, message: fmt.Sprintf("mock fault: status=%d requested by an @mock directive", f.Status)})
+		return
+	}
+	chunks := h.opts.DefaultChunks
+	if f.Has("chunks") {
+		chunks = f.Chunks
+	}
+	x := &exchange{req: req, ans: buildAnswer(h.opts.Flavor, req, chunks), fault: f, noUsage: f.NoUsage}
+	if req.stream {
+		h.stream(w, r, x)
+	} else {
+		h.json(w, r, x)
+	}
+}
+
+func keyMatches(got string, want []byte) bool {
+	sum := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(sum[:], want) == 1
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
