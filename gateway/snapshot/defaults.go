@@ -1,0 +1,111 @@
+package snapshot
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Defaults filled by Normalize. They are part of the content, not of the reader:
+// a snapshot always carries the values it is served with.
+const (
+	DefaultMaxFallbacks            = 1
+	DefaultTotalMs                 = 60_000
+	DefaultAttemptMs               = 20_000
+	DefaultFirstChunkMs            = 10_000
+	DefaultIdleMs                  = 15_000
+	DefaultConnectTimeoutMs        = 2_000
+	DefaultResponseHeaderTimeoutMs = 10_000
+	DefaultMaxBodyBytes            = 1 << 20
+	DefaultMaxMessages             = 256
+	DefaultMaxContentChars         = 200_000
+	DefaultMaxConcurrent           = 1024
+	DefaultRPM                     = 60
+	DefaultBurst                   = 10
+)
+
+// AllModels in Key.Models allows every alias.
+const AllModels = "*"
+
+// Normalize fills defaults and puts everything whose order carries no meaning
+// (providers, aliases, keys, a key's models) in sorted order, so that the same
+// content produces the same canonical bytes and version. Fallback order is
+// meaningful and kept. Normalize is idempotent and leaves Version alone.
+func (s *Snapshot) Normalize() {
+	s.Providers = nonNil(s.Providers)
+	s.Aliases = nonNil(s.Aliases)
+	s.Keys = nonNil(s.Keys)
+	for i := range s.Providers {
+		p := &s.Providers[i]
+		setDefault(&p.ConnectTimeoutMs, DefaultConnectTimeoutMs)
+		setDefault(&p.ResponseHeaderTimeoutMs, DefaultResponseHeaderTimeoutMs)
+	}
+	for i := range s.Aliases {
+		s.Aliases[i].normalize()
+	}
+	for i := range s.Keys {
+		s.Keys[i].Normalize()
+	}
+	setDefault(&s.Limits.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&s.Limits.MaxMessages, DefaultMaxMessages)
+	setDefault(&s.Limits.MaxContentChars, DefaultMaxContentChars)
+	setDefault(&s.Limits.MaxConcurrent, DefaultMaxConcurrent)
+	// Stable sorts keep duplicates (which Validate rejects) in input order instead
+	// of shuffling them, so error messages are reproducible.
+	slices.SortStableFunc(s.Providers, func(a, b Provider) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(s.Aliases, func(a, b Alias) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(s.Keys, func(a, b Key) int { return cmp.Compare(a.ID, b.ID) })
+}
+
+func (a *Alias) normalize() {
+	a.Fallbacks = nonNil(a.Fallbacks)
+	if a.MaxFallbacks == nil {
+		n := min(DefaultMaxFallbacks, len(a.Fallbacks))
+		a.MaxFallbacks = &n
+	}
+	setDefault(&a.Timeouts.TotalMs, DefaultTotalMs)
+	setDefault(&a.Timeouts.AttemptMs, DefaultAttemptMs)
+	setDefault(&a.Timeouts.FirstChunkMs, DefaultFirstChunkMs)
+	setDefault(&a.Timeouts.IdleMs, DefaultIdleMs)
+}
+
+// Normalize fills the key's defaults, sorts and de-duplicates its models (collapsing
+// to ["*"] when "*" is present) and puts ExpiresAt in UTC. It is exported because
+// keys are also built and checked on their own (ValidateKey, `llmgw keys create`).
+func (k *Key) Normalize() {
+	setDefault(&k.RateLimit.RPM, DefaultRPM)
+	setDefault(&k.RateLimit.Burst, DefaultBurst)
+	if slices.Contains(k.Models, AllModels) {
+		k.Models = []string{AllModels}
+	} else {
+		k.Models = slices.Compact(slices.Sorted(slices.Values(k.Models)))
+		k.Models = nonNil(k.Models)
+	}
+	if k.ExpiresAt != nil {
+		// Round(0) drops a monotonic reading; UTC gives one spelling per instant.
+		t := k.ExpiresAt.Round(0).UTC()
+		k.ExpiresAt = &t
+	}
+}
+
+// AllowedFallbacks is the fallback list cut to MaxFallbacks: the routes the gateway
+// may try after the primary. It does not allocate.
+func (a *Alias) AllowedFallbacks() []Route {
+	n := min(DefaultMaxFallbacks, len(a.Fallbacks))
+	if a.MaxFallbacks != nil {
+		n = min(max(*a.MaxFallbacks, 0), len(a.Fallbacks))
+	}
+	return a.Fallbacks[:n]
+}
+
+func setDefault[T int | int64](v *T, def T) {
+	if *v == 0 {
+		*v = def
+	}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

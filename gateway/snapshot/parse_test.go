@@ -1,0 +1,103 @@
+package snapshot
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/llmgw/llmgw/gateway/keys/keyformat"
+)
+
+const minimal = `{"providers":[{"name":"p","protocol":"openai","baseURL":"http://p"}],
+ "aliases":[{"name":"a","primary":{"provider":"p","model":"m"}}],
+ "keys":[{"id":"k","prefix":"lgw_keyaaaaaaa","hash":"` + hashA + `","models":["a"]}]}`
+
+func TestParseMinimal(t *testing.T) {
+	s, err := Parse([]byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(s.Version, "sha256:") || len(s.Version) != 71 {
+		t.Fatalf("version not filled: %q", s.Version)
+	}
+	if *s.Aliases[0].MaxFallbacks != 0 || s.Keys[0].RateLimit.RPM != DefaultRPM {
+		t.Fatal("defaults not applied")
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	s, err := Parse([]byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withVersion := `{"version":"` + s.Version + `",` + minimal[1:]
+	if _, err := Parse([]byte(withVersion)); err != nil {
+		t.Fatalf("matching version rejected: %v", err)
+	}
+	stale := strings.Replace(withVersion, `"model":"m"`, `"model":"m2"`, 1)
+	_, err = Parse([]byte(stale))
+	mustContainAll(t, err, "does not match the content", "remove the version field")
+}
+
+func TestParseStrict(t *testing.T) {
+	inject := func(old, new string) string { return strings.Replace(minimal, old, new, 1) }
+	cases := map[string]struct {
+		input string
+		want  string
+	}{
+		"unknown top-level field": {`{"providers":[],"extra":1}`, `unknown field "extra"`},
+		"unknown nested field":    {inject(`"name":"p",`, `"name":"p","weight":2,`), `unknown field "weight"`},
+		"known name, wrong place": {inject(`"name":"p",`, `"name":"p","hash":"x",`), `unknown field "hash"`},
+		"field name case":         {inject(`"name":"p",`, `"Name":"p",`), `unknown field "Name"`},
+		"duplicate field":         {inject(`"name":"p",`, `"name":"p","name":"q",`), `duplicate field "name"`},
+		"duplicate top-level":     {`{"keys":[],"keys":[]}`, `duplicate field "keys"`},
+		"trailing object":         {`{} {}`, "unexpected data after the top-level object"},
+		"trailing garbage":        {`{}x`, "invalid character"},
+		"top-level array":         {`[]`, "top level must be a JSON object"},
+		"top-level null":          {`null`, "top level must be a JSON object"},
+		"empty input":             {``, "empty or truncated"},
+		"truncated":               {`{"providers":[`, "empty or truncated"},
+		"syntax error":            {`{"providers":]`, "invalid character"},
+		"string for int":          {inject(`"model":"m"}`, `"model":"m"},"maxFallbacks":"1"`), "cannot unmarshal string"},
+		"float for int":           {`{"limits":{"maxMessages":1.5}}`, "cannot unmarshal number 1.5"},
+		"exponent for int":        {`{"limits":{"maxMessages":1e3}}`, "cannot unmarshal number"},
+		"bad time":                {inject(`"models":["a"]`, `"models":["a"],"expiresAt":"tomorrow"`), "cannot parse"},
+		"invalid content":         {inject(`"protocol":"openai"`, `"protocol":"soap"`), "protocol must be"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(c.input))
+			mustContainAll(t, err, c.want)
+		})
+	}
+}
+
+func TestParseNullsMeanUnset(t *testing.T) {
+	s, err := Parse([]byte(`{"providers":null,"aliases":null,"keys":null,"limits":null,"version":null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, _ := Parse([]byte(`{}`))
+	if s.Version != empty.Version {
+		t.Fatal("explicit nulls and omitted fields must encode the same")
+	}
+}
+
+// Decode errors may quote input; a plaintext key pasted into the wrong place must
+// not come back out in the error (which ends up in logs and /health).
+func TestParseErrorsRedactKeys(t *testing.T) {
+	for _, input := range []string{
+		strings.Replace(minimal, `"models":["a"]`, `"models":["a"],"expiresAt":"`+plainA+`"`, 1),
+		`{"` + plainA + `":1}`,
+		`{"providers":[{"name":"` + plainA + `","protocol":"openai","baseURL":"http://p"}]}`,
+		strings.Replace(minimal, hashA, plainA, 1),
+		`{"version":"` + plainA + `"}`,
+	} {
+		_, err := Parse([]byte(input))
+		if err == nil {
+			t.Fatalf("accepted %s", input)
+		}
+		if keyformat.LooksLikeKey(err.Error()) {
+			t.Fatalf("error quotes a plaintext key: %v", err)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package snapshot
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"time"
+)
+
+// DefaultWatchInterval is used when WatchFile is given a non-positive interval.
+const DefaultWatchInterval = time.Second
+
+// racyWindow: a file modified this close to our last read may have changed again
+// within the file system's timestamp granularity without changing size or mtime,
+// so its content is re-read rather than trusted (git's "racily clean" problem).
+const racyWindow = 3 * time.Second
+
+// WatchFile polls path until ctx is done (it blocks; run it in a goroutine).
+//
+// The first valid snapshot read is always delivered to onChange, and after that
+// onChange runs only when a valid snapshot with a different version appears: a
+// caller that loaded the file itself may get one call with the version it already
+// has, and can compare versions. An unreadable, missing or invalid file is
+// reported to onError once it has been seen on two polls in a row (so an editor's
+// non-atomic save, caught half-written, is not reported), and once only; the
+// caller keeps the snapshot it has. Callbacks run on the watcher's goroutine, one
+// at a time.
+//
+// Polling (stat, then a content hash when the stat changed) needs no inotify
+// support, works for files replaced by rename and for Kubernetes' symlink swaps,
+// and costs one stat per interval.
+func WatchFile(ctx context.Context, path string, interval time.Duration, onChange func(*Snapshot), onError func(error)) {
+	if interval <= 0 {
+		interval = DefaultWatchInterval
+	}
+	w := watcher{path: path, onChange: onChange, onError: onError}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		w.poll()
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+type watcher struct {
+	path     string
+	onChange func(*Snapshot)
+	onError  func(error)
+
+	stat    os.FileInfo // at the last read; nil forces a read
+	readAt  time.Time
+	valid   [sha256.Size]byte // content of the last valid snapshot
+	hasRead bool
+	version string // last delivered
+
+	// A problem is identified by its error text or by the invalid content's hash.
+	pending  string // seen on the last poll, not reported yet
+	reported string // reported, not to be repeated while it persists
+}
+
+func (w *watcher) poll() {
+	fi, err := os.Stat(w.path)
+	if err != nil {
+		w.stat = nil
+		w.problem("error:"+err.Error(), err)
+		return
+	}
+	if w.pending == "" && w.unchanged(fi) {
+		return
+	}
+	data, err := readFile(w.path)
+	if err != nil {
+		w.stat = nil
+		w.problem("error:"+err.Error(), err)
+		return
+	}
+	w.stat, w.readAt = fi, time.Now()
+	sum := sha256.Sum256(data)
+	if w.hasRead && sum == w.valid {
+		w.pending, w.reported = "", ""
+		return
+	}
+	s, err := Parse(data)
+	if err != nil {
+		w.problem("content:"+hex.EncodeToString(sum[:]), err)
+		return
+	}
+	w.pending, w.reported = "", ""
+	w.valid, w.hasRead = sum, true
+	if s.Version == w.version {
+		return
+	}
+	w.version = s.Version
+	if w.onChange != nil {
+		w.onChange(s)
+	}
+}
+
+// unchanged trusts the stat only when it matches the last read in every respect
+// and the file was last modified well before that read.
+func (w *watcher) unchanged(fi os.FileInfo) bool {
+	return w.stat != nil &&
+		os.SameFile(fi, w.stat) &&
+		fi.Size() == w.stat.Size() &&
+		fi.ModTime().Equal(w.stat.ModTime()) &&
+		w.readAt.Sub(fi.ModTime()) > racyWindow
+}
+
+// problem reports a problem the second time in a row it is seen, and only once.
+func (w *watcher) problem(id string, err error) {
+	switch id {
+	case w.reported:
+		return
+	case w.pending:
+		w.pending, w.reported = "", id
+		if w.onError != nil {
+			w.onError(fmt.Errorf("snapshot %s: %w", w.path, err))
+		}
+	default:
+		w.pending = id
+	}
+}

@@ -1,0 +1,190 @@
+package snapshot
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type watchLog struct {
+	mu      sync.Mutex
+	changes []*Snapshot
+	errs    []error
+	events  chan struct{}
+}
+
+func startWatch(t *testing.T, path string) *watchLog {
+	t.Helper()
+	w := &watchLog{events: make(chan struct{}, 100)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		WatchFile(ctx, path, 5*time.Millisecond,
+			func(s *Snapshot) {
+				w.mu.Lock()
+				w.changes = append(w.changes, s)
+				w.mu.Unlock()
+				w.events <- struct{}{}
+			},
+			func(err error) { w.mu.Lock(); w.errs = append(w.errs, err); w.mu.Unlock(); w.events <- struct{}{} })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return w
+}
+
+// wait blocks for the next callback; settle then checks that no further callback
+// arrives for a while (many poll intervals).
+func (w *watchLog) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-w.events:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no callback")
+	}
+}
+
+func (w *watchLog) settle(t *testing.T) (changes []*Snapshot, errs []error) {
+	t.Helper()
+	select {
+	case <-w.events:
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		t.Fatalf("unexpected callback: %d changes, errors %v", len(w.changes), w.errs)
+	case <-time.After(200 * time.Millisecond):
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]*Snapshot(nil), w.changes...), append([]error(nil), w.errs...)
+}
+
+func writeSnapshot(t *testing.T, path string, s *Snapshot) string {
+	t.Helper()
+	if err := WriteFile(path, s); err != nil {
+		t.Fatal(err)
+	}
+	return s.Version
+}
+
+func TestWatchFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snapshot.json")
+	v1 := writeSnapshot(t, path, validSnapshot())
+	w := startWatch(t, path)
+
+	w.wait(t) // the first valid read is delivered
+	changes, errs := w.settle(t)
+	if len(changes) != 1 || changes[0].Version != v1 || len(errs) != 0 {
+		t.Fatalf("initial: %d changes, errors %v", len(changes), errs)
+	}
+
+	// A valid change is delivered once.
+	s2 := validSnapshot()
+	s2.Keys[0].Disabled = true
+	v2 := writeSnapshot(t, path, s2)
+	w.wait(t)
+	changes, _ = w.settle(t)
+	if len(changes) != 2 || changes[1].Version != v2 || !changes[1].Keys[0].Disabled {
+		t.Fatalf("after valid change: %d changes", len(changes))
+	}
+
+	// An invalid file is reported once, and never delivered.
+	if err := os.WriteFile(path, []byte(`{"limits":{"maxMessages":-1}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.wait(t)
+	changes, errs = w.settle(t)
+	if len(changes) != 2 || len(errs) != 1 || !strings.Contains(errs[0].Error(), "maxMessages") || !strings.Contains(errs[0].Error(), path) {
+		t.Fatalf("after invalid file: %d changes, errors %v", len(changes), errs)
+	}
+
+	// The same content in another form has the same version: nothing to deliver.
+	b, _ := Encode(s2.Clone())
+	compact := strings.Join(strings.Fields(string(b)), "")
+	os.WriteFile(path, []byte(compact), 0o644)
+	changes, errs = w.settle(t)
+	if len(changes) != 2 || len(errs) != 1 {
+		t.Fatalf("re-formatted v2: %d changes, %d errors", len(changes), len(errs))
+	}
+
+	// New valid content is delivered again.
+	s3 := validSnapshot()
+	s3.Limits.MaxMessages = 3
+	v3 := writeSnapshot(t, path, s3)
+	w.wait(t)
+	if changes, _ = w.settle(t); len(changes) != 3 || changes[2].Version != v3 {
+		t.Fatalf("after recovery: %d changes", len(changes))
+	}
+}
+
+func TestWatchFileRecoversAfterInvalidAndMissing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snapshot.json")
+	os.WriteFile(path, []byte(`{not json`), 0o644)
+	w := startWatch(t, path)
+	w.wait(t)
+	if changes, errs := w.settle(t); len(changes) != 0 || len(errs) != 1 {
+		t.Fatalf("invalid start: %d changes, errors %v", len(changes), errs)
+	}
+
+	os.Remove(path)
+	w.wait(t)
+	if _, errs := w.settle(t); len(errs) != 2 || !os.IsNotExist(unwrapAll(errs[1])) {
+		t.Fatalf("missing file reported once: %v", errs)
+	}
+
+	v := writeSnapshot(t, path, validSnapshot())
+	w.wait(t)
+	if changes, _ := w.settle(t); len(changes) != 1 || changes[0].Version != v {
+		t.Fatalf("recovery not delivered: %d changes", len(changes))
+	}
+}
+
+// A half-written file seen by one poll is not an error: only a problem that
+// persists to the next poll is reported.
+func TestWatchIgnoresTransientPartialWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snapshot.json")
+	full, err := Encode(validSnapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changes, errs int
+	w := watcher{path: path, onChange: func(*Snapshot) { changes++ }, onError: func(error) { errs++ }}
+	os.WriteFile(path, full[:len(full)/2], 0o644)
+	w.poll()
+	os.WriteFile(path, full, 0o644)
+	w.poll()
+	w.poll()
+	if changes != 1 || errs != 0 {
+		t.Fatalf("%d changes, %d errors; want 1, 0", changes, errs)
+	}
+	os.WriteFile(path, full[:len(full)/2], 0o644)
+	w.poll()
+	w.poll()
+	w.poll()
+	if changes != 1 || errs != 1 {
+		t.Fatalf("persistent partial file: %d changes, %d errors; want 1, 1", changes, errs)
+	}
+	// Fixing the file and breaking it the same way again is a new problem.
+	os.WriteFile(path, full, 0o644)
+	w.poll()
+	os.WriteFile(path, full[:len(full)/2], 0o644)
+	w.poll()
+	w.poll()
+	if changes != 1 || errs != 2 {
+		t.Fatalf("broken again: %d changes, %d errors; want 1, 2", changes, errs)
+	}
+}
+
+func unwrapAll(err error) error {
+	for {
+		type unwrapper interface{ Unwrap() error }
+		u, ok := err.(unwrapper)
+		if !ok {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}
