@@ -1,0 +1,342 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	anthropicVersion      = "2023-06-01"
+	defaultConnectTimeout = 10 * time.Second
+	userAgent             = "llmgw"
+	// maxResponseBytes bounds a non-streamed answer; far above any real completion.
+	maxResponseBytes = 16 << 20
+	// maxErrorBodyBytes is enough for any real error body; reading a small body to
+	// its end also lets the connection be reused.
+	maxErrorBodyBytes = 64 << 10
+	// idleConnsPerHost keeps enough warm connections for thousands of requests per
+	// second to one upstream without re-dialling.
+	idleConnsPerHost = 256
+	maxRetryAfter    = 24 * time.Hour
+)
+
+// base is what both protocols share: the endpoint, the client and the rules that
+// keep the URL and credential out of every error.
+type base struct {
+	name         string
+	endpoint     string
+	client       *http.Client
+	transport    *http.Transport // nil when the caller shares its own Client
+	extraHeaders [][2]string     // protocol headers and the credential's header
+	redactor     *strings.Replacer
+}
+
+func newBase(cfg Config, u *url.URL) *base {
+	b := &base{name: cfg.Name}
+	if cfg.Client != nil {
+		c := *cfg.Client
+		c.CheckRedirect = noRedirect
+		b.client = &c
+	} else {
+		b.transport = newTransport(cfg)
+		b.client = &http.Client{Transport: b.transport, CheckRedirect: noRedirect}
+	}
+	b.redactor = newRedactor(u, cfg.BaseURL, cfg.Credential)
+	return b
+}
+
+// noRedirect surfaces 3xx as status errors: following one would send the
+// credential to wherever the upstream points (Go keeps x-api-key on cross-host
+// redirects) and turn the POST into a GET.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+func newTransport(cfg Config) *http.Transport {
+	connect := cfg.ConnectTimeout
+	if connect <= 0 {
+		connect = defaultConnectTimeout
+	}
+	d := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          2 * idleConnsPerHost,
+		MaxIdleConnsPerHost:   idleConnsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   connect,
+		ResponseHeaderTimeout: cfg.ResponseHeaderTimeout,
+		ExpectContinueTimeout: time.Second,
+		// Completions are small and streams must not wait on a decompressor's
+		// buffering; compression would only cost CPU on the hot path.
+		DisableCompression: true,
+	}
+}
+
+func (b *base) Name() string { return b.name }
+
+// CloseIdleConnections implements IdleCloser. A shared caller Client is left
+// alone: its owner decides.
+func (b *base) CloseIdleConnections() {
+	if b.transport != nil {
+		b.transport.CloseIdleConnections()
+	}
+}
+
+func newRedactor(u *url.URL, raw, credential string) *strings.Replacer {
+	secrets := []string{strings.TrimRight(raw, "/"), u.Scheme + "://" + u.Host, u.Host, u.Hostname(), credential}
+	// Longest first: at each position Replacer applies the first pair that matches.
+	slices.SortFunc(secrets, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(b) - len(a)
+		}
+		return strings.Compare(a, b) // equal strings adjacent for Compact
+	})
+	secrets = slices.Compact(secrets)
+	var pairs []string
+	for _, s := range secrets {
+		if s != "" {
+			pairs = append(pairs, s, "[redacted]")
+		}
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// seal completes an error: provider name, and upstream-sourced text redacted and
+// clipped. Redaction comes first so clipping cannot leave half a secret behind.
+func (b *base) seal(e *Error) *Error {
+	e.Provider = b.name
+	e.Type = clip(b.redactor.Replace(e.Type), maxTypeLen)
+	e.Message = clip(b.redactor.Replace(e.Message), maxMessageLen)
+	return e
+}
+
+// post sends one request and returns a 2xx response; everything else is an *Error.
+func (b *base) post(ctx context.Context, body []byte, stream bool) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.endpoint, bytes.NewReader(body))
+	if err != nil {
+		// Only a nil ctx gets here: the endpoint was validated by New.
+		return nil, b.seal(&Error{Kind: KindProtocol, Message: "cannot build request"})
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	if stream {
+		h.Set("Accept", "text/event-stream")
+	} else {
+		h.Set("Accept", "application/json")
+	}
+	h.Set("User-Agent", userAgent)
+	for _, kv := range b.extraHeaders {
+		h.Set(kv[0], kv[1])
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return nil, b.transportError(ctx, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		return nil, b.statusError(resp)
+	}
+	return resp, nil
+}
+
+// readAll reads a non-streamed answer; a failure midway is a connection failure,
+// since nothing of it can have reached the client.
+func (b *base) readAll(ctx context.Context, resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		return nil, b.transportError(ctx, err)
+	}
+	if len(body) > maxResponseBytes {
+		return nil, b.seal(&Error{Kind: KindProtocol, Message: "response body exceeds 16 MiB"})
+	}
+	return body, nil
+}
+
+// ctxError reports the caller's cancellation or deadline, which explains any
+// transport error that follows it.
+func (b *base) ctxError(ctx context.Context) *Error {
+	switch ctx.Err() {
+	case nil:
+		return nil
+	case context.DeadlineExceeded:
+		return b.seal(&Error{Kind: KindTimeout, Message: "deadline exceeded", Err: context.Cause(ctx)})
+	default:
+		return b.seal(&Error{Kind: KindCanceled, Message: "canceled", Err: context.Cause(ctx)})
+	}
+}
+
+func (b *base) transportError(ctx context.Context, err error) *Error {
+	if e := b.ctxError(ctx); e != nil {
+		return e
+	}
+	kind := KindConnection
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		kind = KindTimeout
+	}
+	msg := b.redactor.Replace(describe(err))
+	return b.seal(&Error{Kind: kind, Message: msg, Err: &causeError{msg: msg, cause: safeCause(err)}})
+}
+
+// describe names a transport failure without the addresses Go's errors embed:
+// *url.Error carries the URL, *net.OpError the remote address, *net.DNSError the
+// host name.
+func describe(err error) string {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		switch {
+		case dns.IsNotFound:
+			return "dns: host not found"
+		case dns.IsTimeout:
+			return "dns: timeout"
+		}
+		return "dns: lookup failed"
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		inner := op.Err
+		var sys *os.SyscallError
+		if errors.As(inner, &sys) {
+			inner = sys.Err
+		}
+		return op.Op + ": " + inner.Error()
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "connection closed by upstream"
+	}
+	return err.Error()
+}
+
+// causeError is a transport failure's sanitised text. It unwraps only to values
+// that cannot contain an address, so errors.Is(err, syscall.ECONNREFUSED) works
+// but no chain leads back to the URL.
+type causeError struct {
+	msg   string
+	cause error
+}
+
+func (c *causeError) Error() string { return c.msg }
+func (c *causeError) Unwrap() error { return c.cause }
+
+func safeCause(err error) error {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	for _, s := range []error{context.DeadlineExceeded, context.Canceled, os.ErrDeadlineExceeded, io.ErrUnexpectedEOF, io.EOF} {
+		if errors.Is(err, s) {
+			return s
+		}
+	}
+	return nil
+}
+
+func (b *base) statusError(resp *http.Response) *Error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
+	typ, msg := parseErrorBody(body)
+	if strings.TrimSpace(msg) == "" {
+		msg = http.StatusText(resp.StatusCode)
+	}
+	return b.seal(&Error{
+		Kind:       KindStatus,
+		StatusCode: resp.StatusCode,
+		RetryAfter: retryAfter(resp.Header, time.Now()),
+		Type:       typ,
+		Message:    msg,
+	})
+}
+
+// parseErrorBody reads both protocols' error shapes, OpenAI's
+// {"error":{"message","type","code"}} and Anthropic's
+// {"type":"error","error":{"type","message"}}, plus the {"error":"text"} and
+// {"message":"text"} of assorted proxies. A body that is not JSON is returned
+// as the message: a proxy's text page still says what went wrong.
+func parseErrorBody(body []byte) (typ, msg string) {
+	var env struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return "", string(body)
+	}
+	if len(env.Error) > 0 {
+		var s string
+		if json.Unmarshal(env.Error, &s) == nil {
+			return "", s
+		}
+		var d errorDetail
+		if json.Unmarshal(env.Error, &d) == nil {
+			return d.typ(), d.Message
+		}
+	}
+	return "", env.Message
+}
+
+type errorDetail struct {
+	Type    string          `json:"type"`
+	Message string          `json:"message"`
+	Code    json.RawMessage `json:"code"`
+}
+
+// typ prefers the error type and falls back to a string code (OpenAI sends
+// type:null with code:"rate_limit_exceeded" on some errors).
+func (d *errorDetail) typ() string {
+	if d.Type != "" {
+		return d.Type
+	}
+	var c string
+	if json.Unmarshal(d.Code, &c) == nil {
+		return c
+	}
+	return ""
+}
+
+// retryAfter reads OpenAI's retry-after-ms first (finer), then the standard
+// Retry-After as seconds or an HTTP date.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && ms > 0 {
+			return capRetry(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s > 0 {
+			return capRetry(s * float64(time.Second))
+		}
+		return 0
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return capRetry(float64(d))
+		}
+	}
+	return 0
+}
+
+func capRetry(ns float64) time.Duration {
+	if ns > float64(maxRetryAfter) || ns != ns {
+		return maxRetryAfter
+	}
+	return time.Duration(ns)
+}

@@ -1,0 +1,181 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+)
+
+// openAI speaks the chat-completions protocol.
+type openAI struct{ *base }
+
+type oaiRequest struct {
+	Model         string           `json:"model"`
+	Messages      []oaiMessage     `json:"messages"`
+	MaxTokens     *int             `json:"max_tokens,omitempty"`
+	Temperature   *float64         `json:"temperature,omitempty"`
+	TopP          *float64         `json:"top_p,omitempty"`
+	Stop          []string         `json:"stop,omitempty"`
+	User          string           `json:"user,omitempty"`
+	Stream        bool             `json:"stream,omitempty"`
+	StreamOptions *oaiStreamOption `json:"stream_options,omitempty"`
+}
+
+type oaiMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type oaiStreamOption struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type oaiUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+type oaiResponse struct {
+	ID      string `json:"id"`
+	Choices []struct {
+		Message struct {
+			Content *string `json:"content"`
+		} `json:"message"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *oaiUsage    `json:"usage"`
+	Error *errorDetail `json:"error"`
+}
+
+// oaiChunk uses plain strings (null decodes as "") so a chunk costs no pointer
+// allocations; decode clears the reused Choices elements before each use.
+type oaiChunk struct {
+	Choices []oaiChunkChoice `json:"choices"`
+	Usage   *oaiUsage        `json:"usage"`
+	Error   *errorDetail     `json:"error"`
+}
+
+type oaiChunkChoice struct {
+	Index int `json:"index"`
+	Delta struct {
+		Content string `json:"content"`
+	} `json:"delta"`
+	FinishReason string `json:"finish_reason"`
+}
+
+func encodeOpenAI(req *Request, stream bool) ([]byte, error) {
+	r := oaiRequest{
+		Model:       req.Model,
+		Messages:    make([]oaiMessage, len(req.Messages)),
+		MaxTokens:   req.MaxTokens,
+		Temperature: req.Temperature,
+		TopP:        req.TopP,
+		Stop:        req.Stop,
+		User:        req.User,
+	}
+	for i, m := range req.Messages {
+		r.Messages[i] = oaiMessage(m)
+	}
+	if stream {
+		r.Stream = true
+		// Without it the protocol sends no usage in a stream.
+		r.StreamOptions = &oaiStreamOption{IncludeUsage: true}
+	}
+	return json.Marshal(&r)
+}
+
+func (a *openAI) Complete(ctx context.Context, req *Request) (*Completion, error) {
+	body, err := encodeOpenAI(req, false)
+	if err != nil {
+		return nil, a.seal(&Error{Kind: KindProtocol, Message: "cannot encode request"})
+	}
+	resp, err := a.post(ctx, body, false)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := a.readAll(ctx, resp)
+	if err != nil {
+		return nil, err
+	}
+	c, e := decodeOpenAI(raw)
+	if e != nil {
+		return nil, a.seal(e)
+	}
+	return c, nil
+}
+
+func decodeOpenAI(raw []byte) (*Completion, *Error) {
+	var r oaiResponse
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, &Error{Kind: KindProtocol, Message: "malformed response JSON"}
+	}
+	if r.Error != nil {
+		return nil, &Error{Kind: KindProtocol, Type: r.Error.typ(), Message: "error in a 2xx response: " + r.Error.Message}
+	}
+	if len(r.Choices) == 0 {
+		return nil, &Error{Kind: KindProtocol, Message: "response has no choices"}
+	}
+	ch := r.Choices[0]
+	c := &Completion{ID: r.ID, FinishReason: "stop"}
+	if ch.Message.Content != nil {
+		c.Text = *ch.Message.Content
+	}
+	if ch.FinishReason != nil && *ch.FinishReason != "" {
+		c.FinishReason = *ch.FinishReason
+	}
+	if r.Usage != nil {
+		c.Usage = Usage{InputTokens: r.Usage.PromptTokens, OutputTokens: r.Usage.CompletionTokens}
+		c.HasUsage = true
+	}
+	return c, nil
+}
+
+func (a *openAI) Stream(ctx context.Context, req *Request) (Stream, error) {
+	body, err := encodeOpenAI(req, true)
+	if err != nil {
+		return nil, a.seal(&Error{Kind: KindProtocol, Message: "cannot encode request"})
+	}
+	resp, err := a.post(ctx, body, true)
+	if err != nil {
+		return nil, err
+	}
+	return a.openStream(ctx, resp, &oaiDecoder{})
+}
+
+type oaiDecoder struct{ chunk oaiChunk }
+
+var doneMarker = []byte("[DONE]")
+
+func (d *oaiDecoder) decode(_, data []byte, q *queue) (bool, *Error) {
+	if bytes.Equal(data, doneMarker) {
+		return true, nil
+	}
+	// Unmarshal leaves fields a chunk omits untouched, and decodes slice elements
+	// in place, so everything is cleared first; the Choices array is reused.
+	c := &d.chunk
+	choices := c.Choices[:cap(c.Choices)]
+	clear(choices)
+	*c = oaiChunk{Choices: choices[:0]}
+	if err := json.Unmarshal(data, c); err != nil {
+		return false, &Error{Kind: KindProtocol, Message: "malformed stream chunk JSON"}
+	}
+	if c.Error != nil {
+		return false, &Error{Kind: KindStream, Type: c.Error.typ(), Message: c.Error.Message}
+	}
+	for i := range c.Choices {
+		ch := &c.Choices[i]
+		if ch.Index != 0 {
+			continue // only one choice is ever requested
+		}
+		if ch.Delta.Content != "" {
+			q.push(Event{Text: ch.Delta.Content})
+		}
+		if ch.FinishReason != "" {
+			q.push(Event{FinishReason: ch.FinishReason})
+		}
+	}
+	if c.Usage != nil {
+		q.push(Event{Usage: &Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens}})
+	}
+	return false, nil
+}

@@ -1,0 +1,164 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/llmgw/llmgw/gateway/provider/sse"
+)
+
+const (
+	// drainTimeout bounds Close's read to the end of a finished stream. A
+	// well-behaved upstream ends the response right after its terminal event, so
+	// the read returns at once; reaching the end is what lets the transport reuse
+	// the connection instead of closing it.
+	drainTimeout = 100 * time.Millisecond
+	maxDrain     = 64 << 10
+)
+
+// decoder turns one protocol's SSE events into Events.
+type decoder interface {
+	// decode handles one event, pushing what it yields onto q. done reports the
+	// protocol's terminal event. A returned *Error is unsealed (seal fills the
+	// provider and cleans upstream text).
+	decode(typ, data []byte, q *queue) (done bool, err *Error)
+}
+
+// queue holds the few Events one upstream event can yield (an OpenAI chunk may
+// carry text, a finish reason and usage at once).
+type queue struct {
+	ev   [4]Event
+	head int
+	n    int
+}
+
+func (q *queue) push(e Event) {
+	if q.head+q.n < len(q.ev) {
+		q.ev[q.head+q.n] = e
+		q.n++
+	}
+}
+
+func (q *queue) pop() (Event, bool) {
+	if q.n == 0 {
+		q.head = 0
+		return Event{}, false
+	}
+	e := q.ev[q.head]
+	q.ev[q.head] = Event{}
+	q.head++
+	q.n--
+	return e, true
+}
+
+var readerPool = sync.Pool{New: func() any { return sse.NewReader(nil) }}
+
+type sseStream struct {
+	b      *base
+	ctx    context.Context
+	body   io.ReadCloser
+	rd     *sse.Reader
+	dec    decoder
+	q      queue
+	err    error // sticky: io.EOF after the terminal event, else an *Error
+	closed bool
+}
+
+func newStream(ctx context.Context, b *base, body io.ReadCloser, dec decoder) *sseStream {
+	rd := readerPool.Get().(*sse.Reader)
+	rd.Reset(body)
+	return &sseStream{b: b, ctx: ctx, body: body, rd: rd, dec: dec}
+}
+
+func (s *sseStream) Next() (Event, error) {
+	if s.err == nil {
+		// Once the caller gave up (first-chunk or idle timeout, client gone), even
+		// events already buffered must not come out.
+		if e := s.b.ctxError(s.ctx); e != nil {
+			s.err = e
+			s.q = queue{}
+		}
+	}
+	for {
+		if ev, ok := s.q.pop(); ok {
+			return ev, nil
+		}
+		if s.err != nil {
+			return Event{}, s.err
+		}
+		ev, err := s.rd.Next()
+		if err != nil {
+			s.err = s.readFailure(err)
+			continue
+		}
+		done, derr := s.dec.decode(ev.Type, ev.Data, &s.q)
+		switch {
+		case derr != nil:
+			s.err = s.b.seal(derr)
+		case done:
+			s.err = io.EOF
+		}
+	}
+}
+
+func (s *sseStream) readFailure(err error) error {
+	if e := s.b.ctxError(s.ctx); e != nil {
+		return e
+	}
+	switch {
+	case errors.Is(err, sse.ErrEventTooLarge):
+		return s.b.seal(&Error{Kind: KindProtocol, Message: "stream event exceeds 1 MiB"})
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return s.b.seal(&Error{Kind: KindStream, Message: "stream ended before its end marker (cut or truncated)", Err: io.ErrUnexpectedEOF})
+	}
+	e := s.b.transportError(s.ctx, err)
+	if e.Kind == KindConnection {
+		e.Kind = KindStream
+		e.Message = "stream cut: " + e.Message
+	}
+	return e
+}
+
+func (s *sseStream) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.err == io.EOF {
+		t := time.AfterFunc(drainTimeout, func() { s.body.Close() })
+		io.CopyN(io.Discard, s.body, maxDrain)
+		t.Stop()
+	}
+	s.body.Close() // nothing the caller could act on
+	s.rd.Reset(nil)
+	readerPool.Put(s.rd)
+	s.rd = nil
+	if s.err == nil {
+		s.err = s.b.seal(&Error{Kind: KindCanceled, Message: "stream closed"})
+	}
+	s.q = queue{}
+	return nil
+}
+
+// openStream checks that a 2xx answer really is an event stream before handing
+// it out, so a proxy's JSON or HTML page fails as a protocol error up front.
+func (b *base) openStream(ctx context.Context, resp *http.Response, dec decoder) (Stream, error) {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "text/event-stream" {
+		resp.Body.Close()
+		return nil, b.seal(&Error{Kind: KindProtocol, Message: "expected an event stream, got content type " + quoteOrNone(mt)})
+	}
+	return newStream(ctx, b, resp.Body, dec), nil
+}
+
+func quoteOrNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return `"` + s + `"`
+}
