@@ -1,0 +1,162 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
+
+package usage
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+const crashEnv = "LLMGW_USAGE_CRASH_CHILD"
+
+// crashChild runs in a re-executed test binary: it leaves records in every
+// state, reports their ids, and keeps writing until the parent SIGKILLs it.
+func crashChild(path string) {
+	ctx := context.Background()
+	fail := func(err error) { fmt.Println("ERROR", err); os.Exit(3) }
+	time.AfterFunc(2*time.Minute, func() { fail(errors.New("parent never killed the child")) })
+	l, err := Open(ctx, path, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		fail(err)
+	}
+	for range 10 {
+		id := NewRequestID()
+		l.Begin(Record{RequestID: id})
+		if err := l.Finish(ctx, finalRecord(id, "crash-key")); err != nil {
+			fail(err)
+		}
+		fmt.Println("finished", id)
+	}
+	var last *Pending
+	for range 50 {
+		id := NewRequestID()
+		last = l.Begin(Record{RequestID: id, KeyID: "crash-key", Stream: true})
+		fmt.Println("begun", id)
+	}
+	if err := last.Wait(ctx); err != nil { // FIFO: all 50 are durable now
+		fail(err)
+	}
+	fmt.Println("READY")
+	// Keep the writer busy so the kill lands mid-batch.
+	for i := 0; ; i++ {
+		id := NewRequestID()
+		p := l.Begin(Record{RequestID: id, KeyID: "crash-key"})
+		if i%2 == 0 {
+			_ = l.Finish(ctx, finalRecord(id, "crash-key"))
+		} else {
+			_ = p.Wait(ctx)
+		}
+	}
+}
+
+func TestCrashRecovery(t *testing.T) {
+	if p := os.Getenv(crashEnv); p != "" {
+		crashChild(p)
+		return
+	}
+	path := dbPath(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashRecovery$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashEnv+"="+path)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	defer func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	want := map[string]string{}
+	sc := bufio.NewScanner(out)
+	deadline := time.AfterFunc(2*time.Minute, func() { _ = cmd.Process.Kill() })
+	defer deadline.Stop()
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "READY" {
+			break
+		}
+		kind, id, ok := strings.Cut(line, " ")
+		switch {
+		case ok && kind == "finished":
+			want[id] = StatusSuccess
+		case ok && kind == "begun":
+			want[id] = StatusInterrupted
+		default:
+			t.Fatalf("child: %s", line)
+		}
+	}
+	if len(want) != 60 {
+		t.Fatalf("child reported %d records before READY (scan err %v)", len(want), sc.Err())
+	}
+	time.Sleep(100 * time.Millisecond) // let the churn run so the kill lands mid-write
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed = true
+	_ = cmd.Wait()
+	if ws := cmd.ProcessState.String(); !strings.Contains(ws, "killed") {
+		t.Fatalf("child did not die by SIGKILL: %s", ws)
+	}
+
+	l := openAt(t, path, Options{})
+	ctx := ctxT(t)
+	total, by, err := l.Count(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("after kill: %d records %v, recovered %d", total, by, l.Recovered())
+	if by[StatusInProgress] != 0 {
+		t.Fatalf("%d records still in_progress after recovery", by[StatusInProgress])
+	}
+	if l.Recovered() != by[StatusInterrupted] || l.Recovered() < 50 {
+		t.Fatalf("Recovered = %d, interrupted = %d; want equal and >= 50", l.Recovered(), by[StatusInterrupted])
+	}
+	for id, status := range want {
+		r, err := l.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != status || r.FinishedAt.IsZero() {
+			t.Fatalf("%s: status %s finished %v, want %s", id, r.Status, r.FinishedAt, status)
+		}
+	}
+	// Each request id exactly once, and the listing sees every one.
+	listed := map[string]int{}
+	for _, r := range listAll(t, l, "crash-key", 500) {
+		listed[r.RequestID]++
+	}
+	for id, n := range listed {
+		if n != 1 {
+			t.Fatalf("%s listed %d times", id, n)
+		}
+	}
+	if len(listed) != total {
+		t.Fatalf("listed %d distinct ids, Count %d", len(listed), total)
+	}
+	for id := range want {
+		if listed[id] != 1 {
+			t.Fatalf("%s missing from the listing", id)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l2 := openAt(t, path, Options{}); l2.Recovered() != 0 {
+		t.Fatalf("second reopen recovered %d, want 0", l2.Recovered())
+	}
+}

@@ -1,0 +1,86 @@
+package usage
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer lets tests read what the ledger logged from another goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func dbPath(t testing.TB) string {
+	return filepath.Join(t.TempDir(), "state", "usage.db")
+}
+
+func openAt(t testing.TB, path string, opts Options) *Ledger {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = testLogger(t)
+	}
+	l, err := Open(ctxT(t), path, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+func openTest(t testing.TB, opts Options) *Ledger {
+	t.Helper()
+	return openAt(t, dbPath(t), opts)
+}
+
+// beginWait begins r and fails the test unless the insert commits.
+func beginWait(t testing.TB, l *Ledger, r Record) {
+	t.Helper()
+	if err := l.Begin(r).Wait(ctxT(t)); err != nil {
+		t.Fatalf("Begin(%s): %v", r.RequestID, err)
+	}
+}
+
+func finalRecord(id, key string) Record {
+	return Record{
+		RequestID:      id,
+		KeyID:          key,
+		KeyFingerprint: "0123456789ab",
+		Alias:          "chat-alpha",
+		Provider:       "alpha",
+		ProviderModel:  "alpha-large",
+		Status:         StatusSuccess,
+		HTTPStatus:     200,
+		Attempts:       []Attempt{{Provider: "alpha", Model: "alpha-large", Outcome: OutcomeOK, StatusCode: 200, LatencyMs: 3}},
+		InputTokens:    5,
+		OutputTokens:   7,
+		LatencyMs:      4,
+	}
+}

@@ -1,0 +1,82 @@
+package usage
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// migrations are applied in order; version N is migrations[N-1]. They are
+// forward-only: never edit or reorder a released entry, append a new one.
+var migrations = []string{
+	// 1: the ledger. request_id is the primary key so a request can never
+	// have two rows; finished_at_us is NULL exactly while in_progress.
+	`CREATE TABLE usage_records (
+		request_id        TEXT    NOT NULL PRIMARY KEY,
+		client_request_id TEXT    NOT NULL DEFAULT '',
+		key_id            TEXT    NOT NULL DEFAULT '',
+		key_fingerprint   TEXT    NOT NULL DEFAULT '',
+		alias             TEXT    NOT NULL DEFAULT '',
+		provider          TEXT    NOT NULL DEFAULT '',
+		provider_model    TEXT    NOT NULL DEFAULT '',
+		status            TEXT    NOT NULL,
+		http_status       INTEGER NOT NULL DEFAULT 0,
+		error_type        TEXT    NOT NULL DEFAULT '',
+		fallbacks         INTEGER NOT NULL DEFAULT 0,
+		attempts          TEXT    NOT NULL DEFAULT '[]',
+		stream            INTEGER NOT NULL DEFAULT 0,
+		input_tokens      INTEGER NOT NULL DEFAULT 0,
+		output_tokens     INTEGER NOT NULL DEFAULT 0,
+		latency_ms        INTEGER NOT NULL DEFAULT 0,
+		created_at_us     INTEGER NOT NULL,
+		finished_at_us    INTEGER
+	);
+	CREATE INDEX usage_records_key ON usage_records (key_id, request_id DESC);
+	-- recovery scans only the few unfinished rows, not the whole history
+	CREATE INDEX usage_records_open ON usage_records (request_id) WHERE status = 'in_progress';
+	CREATE TABLE ledger_meta (
+		k TEXT NOT NULL PRIMARY KEY,
+		v TEXT NOT NULL
+	);`,
+}
+
+// migrate brings the schema to the newest version in one IMMEDIATE
+// transaction, so two processes racing on a fresh file cannot both apply
+// version 1, and a failure leaves the previous version intact.
+func migrate(ctx context.Context, db *sql.DB) (from, to int, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("usage: migrate: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if _, err = tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version       INTEGER NOT NULL PRIMARY KEY,
+		applied_at_us INTEGER NOT NULL
+	)`); err != nil {
+		return 0, 0, fmt.Errorf("usage: migrate: create schema_migrations: %w", err)
+	}
+	if err = tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&from); err != nil {
+		return 0, 0, fmt.Errorf("usage: migrate: read version: %w", err)
+	}
+	if from > len(migrations) {
+		return from, from, fmt.Errorf("%w: database at version %d, binary knows %d", ErrSchemaTooNew, from, len(migrations))
+	}
+	now := time.Now().UnixMicro()
+	for v := from + 1; v <= len(migrations); v++ {
+		if _, err = tx.ExecContext(ctx, migrations[v-1]); err != nil {
+			return from, 0, fmt.Errorf("usage: migrate to version %d: %w", v, err)
+		}
+		if _, err = tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at_us) VALUES (?, ?)`, v, now); err != nil {
+			return from, 0, fmt.Errorf("usage: migrate: record version %d: %w", v, err)
+		}
+	}
+	if err = tx.Commit(); err != nil {
+		return from, 0, fmt.Errorf("usage: migrate: commit: %w", err)
+	}
+	return from, len(migrations), nil
+}

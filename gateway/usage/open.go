@@ -1,0 +1,232 @@
+package usage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers driver "sqlite"
+)
+
+// Options tunes the writer. The zero value is a good default.
+type Options struct {
+	// MaxBatch caps how many queued operations share one transaction
+	// (default 256).
+	MaxBatch int
+	// MaxDelay is how long the writer waits for more operations before
+	// committing a batch. The default 0 commits whatever is queued as soon as
+	// the writer is free: batches then grow by themselves under load (while
+	// one commit runs, the next batch queues up) without adding latency when
+	// idle.
+	MaxDelay time.Duration
+	// QueueSize bounds the operations waiting for the writer (default 8192).
+	// When it is full, Begin blocks and Finish waits (up to its context):
+	// backpressure instead of unbounded memory.
+	QueueSize int
+	// BusyTimeout is how long SQLite waits on a locked file (default 5s).
+	BusyTimeout time.Duration
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 256
+	}
+	if o.MaxDelay < 0 {
+		o.MaxDelay = 0
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 8192
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Ledger is safe for concurrent use.
+type Ledger struct {
+	opts      Options
+	log       *slog.Logger
+	path      string
+	w         *sql.DB // exactly one connection, owned by the writer goroutine
+	r         *sql.DB // query_only pool; WAL lets it read while the writer writes
+	stmts     writerStmts
+	unlock    func() error
+	recovered int
+
+	// mu guards closed and the send side of q: Begin/Finish hold it shared
+	// while sending, Close takes it exclusively before closing q, so no send
+	// can ever hit a closed channel.
+	mu     sync.RWMutex
+	closed bool
+	q      chan *op
+
+	counters
+	writerDone chan struct{}
+	closeOnce  sync.Once
+	closeErr   error
+}
+
+// Open opens (creating if needed) the ledger at path, migrates its schema,
+// and recovers rows a previous process left in_progress: they become
+// "interrupted" with finished_at set to now. Only one Ledger may have a file
+// open at a time (an advisory lock on path+".lock"), because recovery assumes
+// no other live process owns those in_progress rows.
+func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error) {
+	opts.defaults()
+	if path == "" || path == ":memory:" {
+		return nil, fmt.Errorf("usage: open: a file path is required, got %q", path)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("usage: open: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o750); err != nil {
+		return nil, fmt.Errorf("usage: open: create directory: %w", err)
+	}
+	unlock, err := lockFile(abs + ".lock")
+	if err != nil {
+		return nil, fmt.Errorf("usage: open %s: %w", abs, err)
+	}
+	l := &Ledger{opts: opts, log: opts.Logger, path: abs, unlock: unlock}
+	defer func() {
+		if err != nil {
+			l.closeDBs()
+		}
+	}()
+	// Create the file ourselves so it (and, by SQLite's rule, its -wal and
+	// -shm) gets 0600 instead of the umask default.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("usage: open: %w", err)
+	}
+	_ = f.Close()
+
+	busy := fmt.Sprint(opts.BusyTimeout.Milliseconds())
+	l.w, err = sql.Open("sqlite", dsn(abs, url.Values{
+		"_pragma": {
+			"busy_timeout(" + busy + ")",
+			"journal_mode(WAL)",
+			// NORMAL in WAL mode: a commit survives a process crash (the
+			// WAL is written before COMMIT returns) but not an OS crash;
+			// fsync per commit would cap us at the disk's flush rate.
+			"synchronous(NORMAL)",
+			"journal_size_limit(67108864)",
+		},
+		// Every write transaction takes the write lock up front, so it can
+		// never fail halfway with SQLITE_BUSY on lock upgrade.
+		"_txlock": {"immediate"},
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("usage: open writer: %w", err)
+	}
+	l.w.SetMaxOpenConns(1)
+	l.w.SetMaxIdleConns(1)
+	l.w.SetConnMaxLifetime(0)
+	l.w.SetConnMaxIdleTime(0)
+
+	from, to, err := migrate(ctx, l.w)
+	if err != nil {
+		return nil, err
+	}
+	if from != to {
+		l.log.Info("usage ledger schema migrated", "path", abs, "from", from, "to", to)
+	}
+	if l.recovered, err = recoverInProgress(ctx, l.w); err != nil {
+		return nil, err
+	}
+	if l.recovered > 0 {
+		l.log.Warn("usage ledger recovered unfinished records as interrupted", "path", abs, "count", l.recovered)
+	}
+	if err = l.stmts.prepare(ctx, l.w); err != nil {
+		return nil, err
+	}
+
+	l.r, err = sql.Open("sqlite", dsn(abs, url.Values{
+		"_pragma": {"busy_timeout(" + busy + ")", "query_only(1)"},
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("usage: open reader: %w", err)
+	}
+	l.r.SetMaxOpenConns(4)
+	l.r.SetMaxIdleConns(4)
+	if err = l.r.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("usage: open reader: %w", err)
+	}
+
+	l.q = make(chan *op, opts.QueueSize)
+	l.writerDone = make(chan struct{})
+	go l.run()
+	return l, nil
+}
+
+// dsn builds a file: URI so that any byte in the path ('?', '#', '%') is
+// escaped instead of being taken for a query string.
+func dsn(abs string, q url.Values) string {
+	u := url.URL{Scheme: "file", Path: abs}
+	return "file:" + u.EscapedPath() + "?" + q.Encode()
+}
+
+func recoverInProgress(ctx context.Context, db *sql.DB) (int, error) {
+	res, err := db.ExecContext(ctx,
+		`UPDATE usage_records SET status = ?, finished_at_us = ? WHERE status = ?`,
+		StatusInterrupted, time.Now().UnixMicro(), StatusInProgress)
+	if err != nil {
+		return 0, fmt.Errorf("usage: recover in_progress records: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("usage: recover in_progress records: %w", err)
+	}
+	return int(n), nil
+}
+
+// Recovered reports how many in_progress rows Open turned into interrupted.
+func (l *Ledger) Recovered() int { return l.recovered }
+
+// Path is the absolute path of the database file.
+func (l *Ledger) Path() string { return l.path }
+
+// Close stops accepting operations, waits until every queued operation is
+// committed, and closes the database. It is safe to call more than once.
+func (l *Ledger) Close() error {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.closed = true
+		close(l.q)
+		l.mu.Unlock()
+		<-l.writerDone
+		l.closeErr = l.closeDBs()
+	})
+	return l.closeErr
+}
+
+func (l *Ledger) closeDBs() error {
+	var errs []error
+	errs = append(errs, l.stmts.close())
+	if l.r != nil {
+		errs = append(errs, l.r.Close())
+	}
+	if l.w != nil {
+		// Closing the last connection checkpoints the WAL into the main file.
+		errs = append(errs, l.w.Close())
+	}
+	if l.unlock != nil {
+		errs = append(errs, l.unlock())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("usage: close: %w", err)
+	}
+	return nil
+}

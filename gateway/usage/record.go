@@ -1,0 +1,153 @@
+// Package usage is the gateway's durable usage ledger: one SQLite file per
+// gateway pod, written by a single goroutine with group commit, read by a
+// separate pool.
+//
+// Every chat request opens its record with Begin (state in_progress) when it
+// arrives and closes it exactly once with Finish. Open turns rows a crashed
+// process left in_progress into "interrupted", so a request always ends with
+// exactly one final record whatever happened to the process.
+//
+// The ledger never stores prompt text, completion text or plaintext keys:
+// Record has no field that could carry them, and it must stay that way.
+package usage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Record statuses. Only StatusInProgress is written by Begin; the rest are
+// final and may only be written by Finish (or by recovery, for interrupted).
+const (
+	StatusInProgress  = "in_progress"
+	StatusSuccess     = "success"
+	StatusPartial     = "partial" // a stream was cut after content reached the client
+	StatusError       = "error"
+	StatusRejected    = "rejected" // refused by the gateway itself: auth, validation, rate limit
+	StatusCanceled    = "canceled" // the client went away
+	StatusInterrupted = "interrupted"
+)
+
+// Attempt outcomes, one per upstream attempt.
+const (
+	OutcomeOK          = "ok"
+	OutcomeTimeout     = "timeout"
+	OutcomeConnection  = "connection"
+	OutcomeStatus      = "status" // upstream answered with a non-2xx status
+	OutcomeStreamError = "stream_error"
+	OutcomeCanceled    = "canceled"
+)
+
+// Errors callers can test with errors.Is.
+var (
+	ErrNotFound         = errors.New("usage: record not found")
+	ErrAlreadyFinished  = errors.New("usage: record already finished")
+	ErrDuplicate        = errors.New("usage: request id already recorded")
+	ErrBadCursor        = errors.New("usage: invalid cursor")
+	ErrInvalidRecord    = errors.New("usage: invalid record")
+	ErrClosed           = errors.New("usage: ledger closed")
+	ErrLocked           = errors.New("usage: ledger file is in use by another ledger")
+	ErrSchemaTooNew     = errors.New("usage: database schema is newer than this binary")
+	ErrNotCommittedYet  = errors.New("usage: not committed yet")
+	errKeyRequired      = fmt.Errorf("%w: key id required", ErrInvalidRecord)
+	errRequestIDMissing = fmt.Errorf("%w: request id required", ErrInvalidRecord)
+)
+
+// Attempt summarizes one upstream call. It deliberately has no room for
+// request or response bodies.
+type Attempt struct {
+	Provider   string
+	Model      string
+	Outcome    string
+	StatusCode int
+	LatencyMs  int64
+}
+
+// Record is one row of the ledger. Times are stored with microsecond
+// precision and come back in UTC.
+type Record struct {
+	RequestID       string // gateway-generated, time-ordered (see NewRequestID)
+	ClientRequestID string // echoed client id, may be empty
+	KeyID           string // empty when unauthenticated
+	KeyFingerprint  string // empty when unauthenticated
+	Alias           string
+	Provider        string // the provider that produced the final answer
+	ProviderModel   string
+	Status          string
+	HTTPStatus      int
+	ErrorType       string
+	Fallbacks       int
+	Attempts        []Attempt
+	Stream          bool
+	InputTokens     int
+	OutputTokens    int
+	LatencyMs       int64
+	CreatedAt       time.Time
+	FinishedAt      time.Time // zero while in_progress
+}
+
+func isFinalStatus(s string) bool {
+	switch s {
+	case StatusSuccess, StatusPartial, StatusError, StatusRejected, StatusCanceled, StatusInterrupted:
+		return true
+	}
+	return false
+}
+
+// attemptJSON uses one-letter keys because the column is repeated in every
+// row and read by programs, not people.
+type attemptJSON struct {
+	P string `json:"p,omitempty"`
+	M string `json:"m,omitempty"`
+	O string `json:"o,omitempty"`
+	S int    `json:"s,omitempty"`
+	L int64  `json:"l,omitempty"`
+}
+
+func encodeAttempts(as []Attempt) (string, error) {
+	if len(as) == 0 {
+		return "[]", nil
+	}
+	js := make([]attemptJSON, len(as))
+	for i, a := range as {
+		js[i] = attemptJSON{P: a.Provider, M: a.Model, O: a.Outcome, S: a.StatusCode, L: a.LatencyMs}
+	}
+	b, err := json.Marshal(js)
+	if err != nil {
+		return "", fmt.Errorf("usage: encode attempts: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeAttempts(s string) ([]Attempt, error) {
+	if s == "" || s == "[]" {
+		return nil, nil
+	}
+	var js []attemptJSON
+	if err := json.Unmarshal([]byte(s), &js); err != nil {
+		return nil, fmt.Errorf("usage: decode attempts: %w", err)
+	}
+	as := make([]Attempt, len(js))
+	for i, a := range js {
+		as[i] = Attempt{Provider: a.P, Model: a.M, Outcome: a.O, StatusCode: a.S, LatencyMs: a.L}
+	}
+	return as, nil
+}
+
+// Times are integer microseconds since the epoch: sortable, compact, and
+// free of the driver's time-format conventions. Zero time is stored as 0.
+func toMicros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+func fromMicros(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}

@@ -1,0 +1,394 @@
+package usage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+type opKind uint8
+
+const (
+	opBegin opKind = iota
+	opFinish
+	opPing
+)
+
+// op is one unit of work for the writer. Pending is embedded so that Begin
+// costs one allocation plus its channel.
+type op struct {
+	Pending
+	kind     opKind
+	rec      Record
+	attempts string // encoded by the caller, keeping JSON work off the single writer
+}
+
+// Pending is the handle of a Begin. Its insert is queued; Committed tells
+// when it reached the database.
+type Pending struct {
+	done chan struct{}
+	err  error
+}
+
+// Committed is closed once the insert is durable (committed to the WAL) or
+// has failed; Err says which. Commits are FIFO: when a Pending is committed,
+// every Begin or Finish queued before it is too.
+func (p *Pending) Committed() <-chan struct{} { return p.done }
+
+// Err is the outcome of the insert: nil once committed, ErrNotCommittedYet
+// before Committed is closed, otherwise the failure (ErrDuplicate,
+// ErrClosed, ErrInvalidRecord, or a database error).
+func (p *Pending) Err() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return ErrNotCommittedYet
+	}
+}
+
+// Wait blocks until the insert is committed or ctx ends.
+func (p *Pending) Wait(ctx context.Context) error {
+	select {
+	case <-p.done:
+		return p.err
+	case <-ctx.Done():
+		return fmt.Errorf("usage: wait for begin: %w", ctx.Err())
+	}
+}
+
+func (p *Pending) fail(err error) *Pending {
+	p.err = err
+	close(p.done)
+	return p
+}
+
+// Begin queues the in_progress insert of r and returns at once: it does no
+// I/O. r.Status and r.FinishedAt are ignored (the row is in_progress);
+// a zero r.CreatedAt becomes now. If the queue is full (Options.QueueSize
+// operations waiting), Begin blocks until the writer makes room: that is the
+// ledger's backpressure, and it only happens when the disk cannot keep up.
+func (l *Ledger) Begin(r Record) *Pending {
+	o := &op{kind: opBegin, rec: r, Pending: Pending{done: make(chan struct{})}}
+	if r.RequestID == "" {
+		return o.fail(errRequestIDMissing)
+	}
+	o.rec.Status = StatusInProgress
+	o.rec.FinishedAt = time.Time{}
+	if o.rec.CreatedAt.IsZero() {
+		o.rec.CreatedAt = time.Now()
+	}
+	var err error
+	if o.attempts, err = encodeAttempts(r.Attempts); err != nil {
+		return o.fail(err)
+	}
+	if err := l.enqueue(context.Background(), o); err != nil {
+		return o.fail(err)
+	}
+	return &o.Pending
+}
+
+// Finish queues the final version of the record r.RequestID and waits until
+// it is committed. Every field is written from r except CreatedAt, which
+// keeps the Begin value; a zero r.FinishedAt becomes now. r.Status must be a
+// final status.
+//
+// Exactly once: a second Finish of the same request is not applied and
+// returns ErrAlreadyFinished. A Finish whose Begin is still queued is applied
+// after it (one writer, FIFO). A Finish with no Begin at all inserts the
+// final record, so a request whose Begin failed still leaves one record.
+//
+// If ctx ends first, Finish returns ctx's error but the update, once queued,
+// is still applied: pass a context that outlives a client disconnect
+// (context.WithoutCancel) when the record must be written before replying.
+func (l *Ledger) Finish(ctx context.Context, r Record) error {
+	if r.RequestID == "" {
+		return errRequestIDMissing
+	}
+	if !isFinalStatus(r.Status) {
+		return fmt.Errorf("%w: %q is not a final status (request %s)", ErrInvalidRecord, r.Status, r.RequestID)
+	}
+	o := &op{kind: opFinish, rec: r, Pending: Pending{done: make(chan struct{})}}
+	if o.rec.FinishedAt.IsZero() {
+		o.rec.FinishedAt = time.Now()
+	}
+	if o.rec.CreatedAt.IsZero() {
+		o.rec.CreatedAt = o.rec.FinishedAt
+	}
+	var err error
+	if o.attempts, err = encodeAttempts(r.Attempts); err != nil {
+		return err
+	}
+	if err := l.enqueue(ctx, o); err != nil {
+		return fmt.Errorf("usage: finish %s: %w", r.RequestID, err)
+	}
+	if err := o.Wait(ctx); err != nil {
+		if errors.Is(err, ErrAlreadyFinished) {
+			l.log.Warn("usage: duplicate finish ignored", "request_id", r.RequestID, "status", r.Status)
+		}
+		return err
+	}
+	return nil
+}
+
+// Ping checks that the store is writable end to end: it sends a tiny meta
+// write through the writer queue, so it fails (or times out with ctx) if the
+// writer is stuck, the queue is saturated, or the disk refuses writes.
+func (l *Ledger) Ping(ctx context.Context) error {
+	o := &op{kind: opPing, Pending: Pending{done: make(chan struct{})}}
+	if err := l.enqueue(ctx, o); err != nil {
+		return fmt.Errorf("usage: ping: %w", err)
+	}
+	if err := o.Wait(ctx); err != nil {
+		return fmt.Errorf("usage: ping: %w", err)
+	}
+	return nil
+}
+
+func (l *Ledger) enqueue(ctx context.Context, o *op) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err // select would pick at random between a ready send and a done ctx
+	}
+	select {
+	case l.q <- o:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stats are cumulative writer counters; Ops/Batches is the mean group size.
+type Stats struct {
+	Ops           uint64
+	Batches       uint64
+	FailedBatches uint64
+	Queued        int
+}
+
+// Stats reports the writer's counters.
+func (l *Ledger) Stats() Stats {
+	return Stats{
+		Ops:           l.nOps.Load(),
+		Batches:       l.nBatches.Load(),
+		FailedBatches: l.nFailed.Load(),
+		Queued:        len(l.q),
+	}
+}
+
+type counters struct {
+	nOps, nBatches, nFailed atomic.Uint64
+}
+
+// run is the single writer: it owns the one write connection, so SQLite
+// never sees two writers and never answers SQLITE_BUSY to ourselves.
+func (l *Ledger) run() {
+	defer close(l.writerDone)
+	batch := make([]*op, 0, l.opts.MaxBatch)
+	for {
+		o, ok := <-l.q
+		if !ok {
+			return
+		}
+		batch = l.fill(append(batch[:0], o))
+		l.commit(batch)
+		clear(batch) // let finished ops be collected while we wait
+	}
+}
+
+// fill adds whatever else is queued, up to MaxBatch; with MaxDelay it also
+// waits that long for latecomers.
+func (l *Ledger) fill(batch []*op) []*op {
+	var deadline <-chan time.Time
+	if l.opts.MaxDelay > 0 {
+		t := time.NewTimer(l.opts.MaxDelay)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for len(batch) < l.opts.MaxBatch {
+		if deadline == nil {
+			select {
+			case o, ok := <-l.q:
+				if !ok {
+					return batch
+				}
+				batch = append(batch, o)
+			default:
+				return batch
+			}
+			continue
+		}
+		select {
+		case o, ok := <-l.q:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, o)
+		case <-deadline:
+			return batch
+		}
+	}
+	return batch
+}
+
+func (l *Ledger) commit(batch []*op) {
+	if err := l.apply(batch); err != nil {
+		l.nFailed.Add(1)
+		l.log.Error("usage: batch failed", "ops", len(batch), "err", err)
+		for _, o := range batch {
+			o.err = err
+		}
+	}
+	l.nBatches.Add(1)
+	l.nOps.Add(uint64(len(batch)))
+	for _, o := range batch {
+		close(o.done)
+	}
+}
+
+// apply runs the batch in one transaction. Logical refusals (duplicate
+// Begin, second Finish) are per-op results and do not touch the others; any
+// SQL error aborts the whole batch, because after an I/O error SQLite may
+// already have rolled the transaction back and later statements would run
+// outside it.
+func (l *Ledger) apply(batch []*op) (err error) {
+	ctx := context.Background() // a caller's cancellation must not abort others' writes
+	tx, err := l.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("usage: begin batch: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	st := l.stmts.in(ctx, tx)
+	for _, o := range batch {
+		if err = st.apply(ctx, o); err != nil {
+			return err
+		}
+	}
+	if err = tx.Commit(); err != nil {
+		return fmt.Errorf("usage: commit batch: %w", err)
+	}
+	return nil
+}
+
+type writerStmts struct {
+	insert, finish, ping *sql.Stmt
+}
+
+const insertSQL = `INSERT INTO usage_records (
+	request_id, client_request_id, key_id, key_fingerprint, alias, provider, provider_model,
+	status, http_status, error_type, fallbacks, attempts, stream,
+	input_tokens, output_tokens, latency_ms, created_at_us, finished_at_us
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (request_id) DO NOTHING`
+
+// The status guard is what makes Finish exactly-once: only an in_progress
+// row can be finished.
+const finishSQL = `UPDATE usage_records SET
+	client_request_id = ?, key_id = ?, key_fingerprint = ?, alias = ?, provider = ?, provider_model = ?,
+	status = ?, http_status = ?, error_type = ?, fallbacks = ?, attempts = ?, stream = ?,
+	input_tokens = ?, output_tokens = ?, latency_ms = ?, finished_at_us = ?
+WHERE request_id = ? AND status = 'in_progress'`
+
+const pingSQL = `INSERT INTO ledger_meta (k, v) VALUES ('last_ping', ?)
+ON CONFLICT (k) DO UPDATE SET v = excluded.v`
+
+// Statements are prepared once on the writer's only connection; tx.Stmt
+// then reuses them without re-preparing.
+func (s *writerStmts) prepare(ctx context.Context, db *sql.DB) error {
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{{&s.insert, insertSQL}, {&s.finish, finishSQL}, {&s.ping, pingSQL}} {
+		st, err := db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return fmt.Errorf("usage: prepare: %w", err)
+		}
+		*p.dst = st
+	}
+	return nil
+}
+
+func (s *writerStmts) in(ctx context.Context, tx *sql.Tx) writerStmts {
+	return writerStmts{
+		insert: tx.StmtContext(ctx, s.insert),
+		finish: tx.StmtContext(ctx, s.finish),
+		ping:   tx.StmtContext(ctx, s.ping),
+	}
+}
+
+func (s *writerStmts) close() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{s.insert, s.finish, s.ping} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s writerStmts) apply(ctx context.Context, o *op) error {
+	r := &o.rec
+	switch o.kind {
+	case opBegin:
+		n, err := changes(s.insert.ExecContext(ctx, insertArgs(o, nil)...))
+		if err != nil {
+			return fmt.Errorf("usage: begin %s: %w", r.RequestID, err)
+		}
+		if n == 0 {
+			o.err = fmt.Errorf("%w: %s", ErrDuplicate, r.RequestID)
+		}
+	case opFinish:
+		fin := toMicros(r.FinishedAt)
+		n, err := changes(s.finish.ExecContext(ctx,
+			r.ClientRequestID, r.KeyID, r.KeyFingerprint, r.Alias, r.Provider, r.ProviderModel,
+			r.Status, r.HTTPStatus, r.ErrorType, r.Fallbacks, o.attempts, r.Stream,
+			r.InputTokens, r.OutputTokens, r.LatencyMs, fin, r.RequestID))
+		if err != nil {
+			return fmt.Errorf("usage: finish %s: %w", r.RequestID, err)
+		}
+		if n == 1 {
+			return nil
+		}
+		// No in_progress row: either there was never a Begin (insert the
+		// final record) or it is already final (the insert does nothing).
+		n, err = changes(s.insert.ExecContext(ctx, insertArgs(o, fin)...))
+		if err != nil {
+			return fmt.Errorf("usage: finish %s: %w", r.RequestID, err)
+		}
+		if n == 0 {
+			o.err = fmt.Errorf("%w: %s", ErrAlreadyFinished, r.RequestID)
+		}
+	case opPing:
+		if _, err := s.ping.ExecContext(ctx, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+			return fmt.Errorf("usage: ping write: %w", err)
+		}
+	}
+	return nil
+}
+
+func insertArgs(o *op, finished any) []any {
+	r := &o.rec
+	return []any{
+		r.RequestID, r.ClientRequestID, r.KeyID, r.KeyFingerprint, r.Alias, r.Provider, r.ProviderModel,
+		r.Status, r.HTTPStatus, r.ErrorType, r.Fallbacks, o.attempts, r.Stream,
+		r.InputTokens, r.OutputTokens, r.LatencyMs, toMicros(r.CreatedAt), finished,
+	}
+}
+
+func changes(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
