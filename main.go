@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/llmgw/llmgw/gateway"
+	"github.com/llmgw/llmgw/gateway/keys"
 	"github.com/llmgw/llmgw/mockproviders"
 )
 
@@ -22,6 +24,9 @@ type command struct {
 
 // commands is the whole CLI surface; each component owns its flag parsing.
 var commands = []command{
+	{"gateway", "run the gateway data plane from a snapshot file (standalone mode)", gateway.Main},
+	{"up", "start the local stack: both mock providers and the gateway on loopback", gateway.UpMain},
+	{"keys", "create gateway keys (prints the plaintext once, stores only the hash)", keys.Main},
 	{"mockprovider", "run a mock model provider (alpha: OpenAI protocol, beta: Anthropic-Messages style)", mockproviders.Main},
 }
 

@@ -1,0 +1,48 @@
+package gateway
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Main is `llmgw gateway`.
+func Main(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	cfg := Config{}
+	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "data-plane listen address (OpenAI-compatible API, /health)")
+	fs.StringVar(&cfg.MgmtAddr, "mgmt-addr", "127.0.0.1:9090", "management listen address serving /metrics; empty disables it")
+	fs.StringVar(&cfg.SnapshotFile, "snapshot", "", "config snapshot file (JSON); reloaded when it changes (required)")
+	fs.DurationVar(&cfg.ReloadInterval, "reload-interval", time.Second, "how often to check the snapshot file for changes")
+	fs.StringVar(&cfg.DBPath, "db", "llmgw-usage.db", "SQLite usage ledger file (created if missing)")
+	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests and streams may finish")
+	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: llmgw gateway --snapshot FILE [flags]\n\nRuns the gateway data plane from a snapshot file (standalone mode).\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if cfg.SnapshotFile == "" {
+		fs.Usage()
+		return fmt.Errorf("--snapshot is required")
+	}
+	log, err := newLogger(*level)
+	if err != nil {
+		return err
+	}
+	cfg.Logger = log
+	return Run(ctx, cfg)
+}
+
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}

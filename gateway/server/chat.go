@@ -1,0 +1,216 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/llmgw/llmgw/gateway/keys/keyformat"
+	"github.com/llmgw/llmgw/gateway/snapshot"
+	"github.com/llmgw/llmgw/gateway/tokens"
+	"github.com/llmgw/llmgw/gateway/usage"
+)
+
+// Final record statuses (the ledger's vocabulary; "in_progress" and
+// "interrupted" are written by the ledger itself).
+const (
+	statusSuccess  = "success"
+	statusPartial  = "partial"  // a stream cut after the commit point
+	statusError    = "error"    // every route failed or a provider rejected the request
+	statusRejected = "rejected" // the gateway refused before any provider was called
+	statusCanceled = "canceled" // the client went away
+)
+
+// httpStatusClientClosed is recorded (never sent) when the client disconnected.
+const httpStatusClientClosed = 499
+
+// exchange is one chat request in flight: the state it was admitted under,
+// its usage record, and the writer.
+type exchange struct {
+	s       *Server
+	w       http.ResponseWriter
+	r       *http.Request
+	st      *state
+	start   time.Time
+	rec     usage.Record
+	pending *usage.Pending
+	p       *parsedRequest
+	alias   *snapshot.Alias
+	done    bool
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	x := &exchange{s: s, w: w, r: r, st: s.state.Load(), start: s.now()}
+	x.rec = usage.Record{RequestID: usage.NewRequestID(), ClientRequestID: clientRequestID(r),
+		Status: "in_progress", CreatedAt: x.start}
+	w.Header().Set("X-Request-Id", x.rec.RequestID)
+	if x.rec.ClientRequestID != "" {
+		w.Header().Set("X-Client-Request-Id", x.rec.ClientRequestID)
+	}
+	n := s.inflight.Add(1)
+	s.metrics.inflight.Inc()
+	defer func() {
+		s.inflight.Add(-1)
+		s.metrics.inflight.Dec()
+		if !x.done { // a path that did not finalize (a panic): still one final record
+			x.rec.ErrorType = typeInternal
+			x.finalize(statusError, http.StatusInternalServerError)
+		}
+	}()
+	x.serve(n)
+}
+
+func (x *exchange) serve(inflight int64) {
+	s, st := x.s, x.st
+	if st == nil {
+		x.begin()
+		x.reject(&apiError{status: http.StatusServiceUnavailable, typ: typeOverloaded, code: "not_ready",
+			message: "the gateway has no configuration loaded yet", retryAfter: time.Second})
+		return
+	}
+	lim := st.snap.Limits
+	if inflight > int64(lim.MaxConcurrent) {
+		x.begin()
+		x.reject(&apiError{status: http.StatusServiceUnavailable, typ: typeOverloaded, code: "gateway_overloaded",
+			message: "the gateway is at its concurrent request limit; retry shortly", retryAfter: time.Second})
+		return
+	}
+	key, aerr := s.authenticate(st, x.r)
+	if key != nil {
+		x.rec.KeyID, x.rec.KeyFingerprint = key.ID, keyformat.Fingerprint(key.Hash)
+	}
+	x.begin()
+	if aerr != nil {
+		x.reject(aerr)
+		return
+	}
+	if d := s.limiter.Allow(key.ID, key.RateLimit.RPM, key.RateLimit.Burst, s.now()); !d.Allowed {
+		x.reject(&apiError{status: http.StatusTooManyRequests, typ: typeRateLimit, code: "rate_limit_exceeded",
+			message: "this key's request rate limit is exhausted; retry after the indicated delay", retryAfter: d.RetryAfter})
+		return
+	}
+	body, aerr := readBody(x.w, x.r, lim.MaxBodyBytes)
+	if aerr != nil {
+		x.reject(aerr)
+		return
+	}
+	p, aerr := parseChatRequest(body, limits{maxMessages: lim.MaxMessages, maxContentChars: lim.MaxContentChars}, tokens.Count)
+	if aerr != nil {
+		x.reject(aerr)
+		return
+	}
+	x.p = p
+	x.rec.Alias, x.rec.Stream = p.alias, p.stream
+	alias, aerr := authorizeModel(st, key, p.alias)
+	if aerr != nil {
+		x.reject(aerr)
+		return
+	}
+	x.alias = alias
+	ctx, cancel := context.WithTimeout(x.r.Context(), ms(alias.Timeouts.TotalMs))
+	defer cancel()
+	if p.stream {
+		x.stream(ctx)
+	} else {
+		x.complete(ctx)
+	}
+}
+
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *apiError) {
+	if r.ContentLength > max {
+		return nil, &apiError{status: http.StatusRequestEntityTooLarge, typ: typeInvalidRequest, code: "body_too_large",
+			message: "request body exceeds the gateway's limit"}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, &apiError{status: http.StatusRequestEntityTooLarge, typ: typeInvalidRequest, code: "body_too_large",
+				message: "request body exceeds the gateway's limit"}
+		}
+		return nil, errInvalid("invalid_body", "", "could not read the request body")
+	}
+	return body, nil
+}
+
+// begin opens the in_progress record. It runs right after authentication (an
+// in-memory lookup), so that a record recovered after a crash already belongs
+// to its key and shows up in that key's /v1/usage.
+func (x *exchange) begin() {
+	x.pending = x.s.ledger.Begin(x.rec)
+}
+
+// reject answers a request the gateway refused before calling any provider.
+func (x *exchange) reject(e *apiError) {
+	x.rec.ErrorType = e.typ
+	x.finalize(statusRejected, e.status)
+	writeError(x.w, e, x.rec.RequestID)
+}
+
+// fail answers a request whose routes all failed (or were not retried).
+func (x *exchange) fail(e *apiError) {
+	x.rec.ErrorType = e.typ
+	x.finalize(statusError, e.status)
+	writeError(x.w, e, x.rec.RequestID)
+}
+
+func (x *exchange) canceled() {
+	x.rec.ErrorType = "client_canceled"
+	x.finalize(statusCanceled, httpStatusClientClosed)
+}
+
+// finalize writes the one final record. It runs before the response's last
+// byte so a caller that has its answer can read its record at once.
+func (x *exchange) finalize(status string, httpStatus int) {
+	if x.done {
+		return
+	}
+	x.done = true
+	x.rec.Status, x.rec.HTTPStatus = status, httpStatus
+	x.rec.FinishedAt = x.s.now()
+	x.rec.LatencyMs = x.rec.FinishedAt.Sub(x.start).Milliseconds()
+	// The client may be gone; the record must still be written.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), 10*time.Second)
+	defer cancel()
+	if err := x.s.ledger.Finish(ctx, x.rec); err != nil {
+		x.s.log.Error("usage record not finalized", "request_id", x.rec.RequestID, "err", err)
+	}
+	x.s.metrics.request(x.rec.Alias, status, httpStatus)
+	x.s.log.Info("chat", "request_id", x.rec.RequestID, "key_id", x.rec.KeyID, "alias", x.rec.Alias,
+		"provider", x.rec.Provider, "status", status, "http_status", httpStatus, "error_type", x.rec.ErrorType,
+		"fallbacks", x.rec.Fallbacks, "stream", x.rec.Stream, "input_tokens", x.rec.InputTokens,
+		"output_tokens", x.rec.OutputTokens, "latency_ms", x.rec.LatencyMs)
+}
+
+// waitBegun holds the first response byte until the in_progress insert is
+// durable; after a crash, a client that saw any byte finds a record.
+func (x *exchange) waitBegun() {
+	if x.pending == nil {
+		return
+	}
+	t := time.NewTimer(5 * time.Second)
+	defer t.Stop()
+	select {
+	case <-x.pending.Committed():
+	case <-t.C:
+		x.s.log.Error("usage record insert is slow; answering anyway", "request_id", x.rec.RequestID)
+	}
+}
+
+func clientRequestID(r *http.Request) string {
+	id := r.Header.Get("X-Client-Request-Id")
+	if id == "" {
+		id = r.Header.Get("X-Request-Id")
+	}
+	if id == "" || len(id) > 128 || keyformat.LooksLikeKey(id) {
+		return ""
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return ""
+		}
+	}
+	return id
+}

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Error types: the stable, documented vocabulary of the gateway's error shape
+// {"error":{"message","type","code","request_id"}}. The type says who failed,
+// the code says how.
+const (
+	typeInvalidRequest = "invalid_request_error" // the caller's request is wrong (400/404/413)
+	typeAuthentication = "authentication_error"  // 401
+	typePermission     = "permission_error"      // 403
+	typeRateLimit      = "rate_limit_error"      // gateway 429: the key's own budget
+	typeOverloaded     = "overloaded_error"      // gateway 503: too many concurrent requests
+	typeProvider       = "provider_error"        // upstream failed or rejected the request
+	typeProviderTimout = "provider_timeout"      // upstream did not answer in time (504)
+	typeStream         = "stream_error"          // in-stream: upstream failed after the commit point
+	typeInternal       = "internal_error"        // the gateway itself failed
+)
+
+// apiError is a response the gateway decided on; it carries everything the
+// error body, the headers and the usage record need.
+type apiError struct {
+	status     int
+	typ        string
+	code       string
+	message    string
+	param      string
+	retryAfter time.Duration
+}
+
+func (e *apiError) Error() string { return e.typ + "/" + e.code + ": " + e.message }
+
+func errInvalid(code, param, msg string) *apiError {
+	return &apiError{status: http.StatusBadRequest, typ: typeInvalidRequest, code: code, param: param, message: msg}
+}
+
+// appendErrorJSON writes the error body; hand-assembled around jsonString so
+// error paths cost no reflection and field order is stable for tests.
+func appendErrorJSON(b []byte, e *apiError, requestID string) []byte {
+	b = append(b, `{"error":{"message":`...)
+	b = appendJSONString(b, e.message)
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, e.typ)
+	b = append(b, `,"code":`...)
+	b = appendJSONString(b, e.code)
+	b = append(b, `,"param":`...)
+	if e.param == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, e.param)
+	}
+	b = append(b, `,"request_id":`...)
+	b = appendJSONString(b, requestID)
+	if e.retryAfter > 0 {
+		b = append(b, `,"retry_after_ms":`...)
+		b = strconv.AppendInt(b, e.retryAfter.Milliseconds(), 10)
+	}
+	return append(b, "}}"...)
+}
+
+func writeError(w http.ResponseWriter, e *apiError, requestID string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if e.retryAfter > 0 {
+		secs := int64((e.retryAfter + time.Second - 1) / time.Second)
+		h.Set("Retry-After", strconv.FormatInt(secs, 10))
+	}
+	w.WriteHeader(e.status)
+	body := appendErrorJSON(make([]byte, 0, 256), e, requestID)
+	_, _ = w.Write(append(body, '\n'))
+}

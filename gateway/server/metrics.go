@@ -1,0 +1,61 @@
+package server
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the gateway's Prometheus series. Labels are bounded by config
+// (aliases, providers) or by fixed vocabularies (status, error type), never
+// by caller input.
+type Metrics struct {
+	requests      *prometheus.CounterVec
+	attempts      *prometheus.CounterVec
+	reloads       *prometheus.CounterVec
+	snapshotInfo  *prometheus.GaugeVec
+	reloadFailing prometheus.Gauge
+	inflight      prometheus.Gauge
+}
+
+// NewMetrics registers the series on reg (nil: an unregistered set, for tests).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmgw_requests_total",
+			Help: "Chat requests by alias, final status and HTTP status."}, []string{"alias", "status", "code"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmgw_provider_attempts_total",
+			Help: "Upstream attempts by provider and outcome."}, []string{"provider", "outcome"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmgw_snapshot_reloads_total",
+			Help: "Snapshot loads by result (applied or rejected)."}, []string{"result"}),
+		snapshotInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "llmgw_snapshot_info",
+			Help: "1 for the running snapshot version."}, []string{"version"}),
+		reloadFailing: prometheus.NewGauge(prometheus.GaugeOpts{Name: "llmgw_snapshot_last_reload_failed",
+			Help: "1 while the newest snapshot seen was rejected and an older one is still served."}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "llmgw_inflight_requests",
+			Help: "Chat requests in flight."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.attempts, m.reloads, m.snapshotInfo, m.reloadFailing, m.inflight)
+	}
+	return m
+}
+
+func (m *Metrics) reload(ok bool, version string) {
+	if !ok {
+		m.reloads.WithLabelValues("rejected").Inc()
+		m.reloadFailing.Set(1)
+		return
+	}
+	m.reloads.WithLabelValues("applied").Inc()
+	m.reloadFailing.Set(0)
+	m.snapshotInfo.Reset()
+	m.snapshotInfo.WithLabelValues(version).Set(1)
+}
+
+func (m *Metrics) request(alias, status string, code int) {
+	m.requests.WithLabelValues(alias, status, strconv.Itoa(code)).Inc()
+}
+
+func (m *Metrics) attempt(provider, outcome string) {
+	m.attempts.WithLabelValues(provider, outcome).Inc()
+}

@@ -1,0 +1,156 @@
+// Package server is the gateway's data plane: authentication, limits,
+// validation, routing with fallback, SSE relay and the usage ledger, over an
+// immutable config state that reloads swap atomically.
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmgw/llmgw/gateway/ratelimit"
+	"github.com/llmgw/llmgw/gateway/snapshot"
+	"github.com/llmgw/llmgw/gateway/usage"
+)
+
+// Options configures a Server.
+type Options struct {
+	Ledger      *usage.Ledger
+	Logger      *slog.Logger
+	Credentials CredentialSource
+	Metrics     *Metrics
+	// Now is the clock; tests may pin it.
+	Now func() time.Time
+}
+
+// Server is the data plane. Create it with New, publish config with Apply.
+type Server struct {
+	ledger   *usage.Ledger
+	log      *slog.Logger
+	creds    CredentialSource
+	metrics  *Metrics
+	now      func() time.Time
+	state    atomic.Pointer[state]
+	limiter  ratelimit.Limiter
+	adapters adapterCache
+	health   providerHealth
+	inflight atomic.Int64
+
+	reloadMu      sync.Mutex
+	lastReloadErr string
+	lastReloadAt  time.Time
+}
+
+// New returns a server with no config: every data-plane request answers 503
+// until the first Apply succeeds.
+func New(opts Options) (*Server, error) {
+	if opts.Ledger == nil {
+		return nil, errors.New("server: a usage ledger is required")
+	}
+	s := &Server{ledger: opts.Ledger, log: opts.Logger, creds: opts.Credentials, metrics: opts.Metrics, now: opts.Now}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.metrics == nil {
+		s.metrics = NewMetrics(nil)
+	}
+	return s, nil
+}
+
+// Apply validates and publishes a snapshot. On error the running config stays
+// in place, and the failure is reported by /health and the reload metric.
+func (s *Server) Apply(ctx context.Context, snap *snapshot.Snapshot) error {
+	// Encoding a private copy normalizes (defaults), validates and computes the
+	// version, so a snapshot built in code is held to the same rules as a file.
+	snap = snap.Clone()
+	_, err := snapshot.Encode(snap)
+	var st *state
+	if err == nil {
+		st, err = s.buildState(ctx, snap)
+	}
+	if err != nil {
+		s.ReportReloadError(err)
+		return err
+	}
+	old := s.state.Swap(st)
+	s.reloadMu.Lock()
+	s.lastReloadErr, s.lastReloadAt = "", s.now()
+	s.reloadMu.Unlock()
+	s.metrics.reload(true, snap.Version)
+	keep := make(map[string]bool, len(snap.Keys))
+	for _, k := range snap.Keys {
+		keep[k.ID] = true
+	}
+	s.limiter.Forget(func(id string) bool { return keep[id] })
+	s.adapters.retain(st.adapters)
+	if old == nil || old.snap.Version != snap.Version {
+		s.log.Info("snapshot applied", "version", snap.Version, "providers", len(snap.Providers), "aliases", len(snap.Aliases), "keys", len(snap.Keys))
+	}
+	return nil
+}
+
+// ReportReloadError records a rejected snapshot (for example one that failed
+// to parse) without touching the running config.
+func (s *Server) ReportReloadError(err error) {
+	s.reloadMu.Lock()
+	s.lastReloadErr, s.lastReloadAt = err.Error(), s.now()
+	s.reloadMu.Unlock()
+	s.metrics.reload(false, "")
+	s.log.Error("snapshot rejected; keeping the running one", "err", err)
+}
+
+// Version is the running snapshot's version ("" before the first Apply).
+func (s *Server) Version() string {
+	if st := s.state.Load(); st != nil {
+		return st.snap.Version
+	}
+	return ""
+}
+
+// Handler is the data-plane HTTP handler.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("GET /v1/usage", s.handleUsage)
+	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.HandleFunc("GET /healthz", s.handleLive)
+	mux.HandleFunc("GET /readyz", s.handleReady)
+	mux.HandleFunc("/", s.handleNotFound)
+	return mux
+}
+
+// HTTPServer wraps the handler with the timeouts that protect the gateway
+// from slow clients. WriteTimeout stays zero: streams are long-lived and are
+// bounded by each alias's total deadline instead.
+func HTTPServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	id := usage.NewRequestID()
+	w.Header().Set("X-Request-Id", id)
+	writeError(w, &apiError{status: http.StatusNotFound, typ: typeInvalidRequest, code: "unknown_endpoint",
+		message: "no such endpoint: " + r.Method + " " + trimPath(r.URL.Path)}, id)
+}
+
+func trimPath(p string) string {
+	if len(p) > 128 || !printable(p) {
+		return "(path omitted)"
+	}
+	return p
+}

@@ -1,0 +1,117 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llmgw/llmgw/gateway/provider"
+	"github.com/llmgw/llmgw/gateway/snapshot"
+)
+
+// CredentialSource resolves a provider's credential reference to the secret
+// itself. Standalone mode reads files; Kubernetes mode reads Secrets.
+type CredentialSource interface {
+	Resolve(ctx context.Context, provider string, ref snapshot.Credential) (string, error)
+}
+
+// state is everything one request needs from the configuration. It is
+// immutable once published, so a request (and a stream in flight) keeps the
+// config it started with while a reload swaps in a new one.
+type state struct {
+	snap     *snapshot.Snapshot
+	idx      *snapshot.Compiled
+	adapters map[string]provider.Adapter
+	loadedAt time.Time
+}
+
+// adapterCache keeps adapters (and so their connection pools) across reloads
+// as long as a provider's effective configuration is unchanged.
+type adapterCache struct {
+	mu   sync.Mutex
+	byID map[string]provider.Adapter
+}
+
+func (c *adapterCache) get(cfg provider.Config) (provider.Adapter, error) {
+	id := adapterID(cfg)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.byID[id]; ok {
+		return a, nil
+	}
+	a, err := provider.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if c.byID == nil {
+		c.byID = map[string]provider.Adapter{}
+	}
+	c.byID[id] = a
+	return a, nil
+}
+
+// retain drops adapters no published state uses any more.
+func (c *adapterCache) retain(used map[string]provider.Adapter) {
+	keep := make(map[string]bool, len(used))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, a := range c.byID {
+		for _, u := range used {
+			if u == a {
+				keep[id] = true
+			}
+		}
+	}
+	for id := range c.byID {
+		if !keep[id] {
+			delete(c.byID, id)
+		}
+	}
+}
+
+// adapterID identifies a provider configuration without keeping the
+// credential itself in the map key.
+func adapterID(cfg provider.Config) string {
+	h := sha256.Sum256([]byte(cfg.Credential))
+	return strings.Join([]string{cfg.Name, cfg.Protocol, cfg.BaseURL, hex.EncodeToString(h[:8]),
+		strconv.FormatInt(int64(cfg.ConnectTimeout), 10), strconv.FormatInt(int64(cfg.ResponseHeaderTimeout), 10)}, "|")
+}
+
+// buildState resolves credentials and adapters for a validated snapshot.
+// Any failure leaves the running state untouched.
+func (s *Server) buildState(ctx context.Context, snap *snapshot.Snapshot) (*state, error) {
+	st := &state{snap: snap, idx: snapshot.Compile(snap), adapters: map[string]provider.Adapter{}, loadedAt: s.now()}
+	for i := range snap.Providers {
+		p := &snap.Providers[i]
+		cfg := provider.Config{
+			Name:                  p.Name,
+			Protocol:              p.Protocol,
+			BaseURL:               p.BaseURL,
+			ConnectTimeout:        ms(p.ConnectTimeoutMs),
+			ResponseHeaderTimeout: ms(p.ResponseHeaderTimeoutMs),
+		}
+		if p.Credential != nil {
+			if s.creds == nil {
+				return nil, fmt.Errorf("provider %s: has a credential reference but the gateway has no credential source", p.Name)
+			}
+			secret, err := s.creds.Resolve(ctx, p.Name, *p.Credential)
+			if err != nil {
+				return nil, fmt.Errorf("provider %s: credential: %w", p.Name, err)
+			}
+			cfg.Credential = secret
+		}
+		a, err := s.adapters.get(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("provider %s: %w", p.Name, err)
+		}
+		st.adapters[p.Name] = a
+	}
+	return st, nil
+}
+
+func ms(v int) time.Duration { return time.Duration(v) * time.Millisecond }
