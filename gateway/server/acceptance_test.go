@@ -419,4 +419,3 @@ func TestUsageShowsFallbackOnce(t *testing.T) {
 		t.Fatal("key B sees key A's record")
 	}
 }
-

@@ -1,0 +1,140 @@
+package server
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/llmgw/llmgw/gateway/tokens"
+)
+
+var testLimits = limits{maxMessages: 4, maxContentChars: 50}
+
+func TestParseChatRequestAccepts(t *testing.T) {
+	cases := []struct {
+		name, body string
+		check      func(t *testing.T, p *parsedRequest)
+	}{
+		{"minimal", `{"model":"m","messages":[{"role":"user","content":"hi there"}]}`, func(t *testing.T, p *parsedRequest) {
+			if p.alias != "m" || p.stream || p.inputTokens != 2 || len(p.req.Messages) != 1 {
+				t.Fatalf("%+v", p)
+			}
+		}},
+		{"everything supported", `{"model":"m","messages":[{"role":"developer","content":"be brief"},{"role":"user","content":[{"type":"text","text":"a "},{"type":"text","text":"b"}]},{"role":"assistant","content":"ok"}],
+			"stream":true,"stream_options":{"include_usage":true},"max_tokens":5,"temperature":0.5,"top_p":1,"stop":["x","y"],"user":"u1","n":1}`,
+			func(t *testing.T, p *parsedRequest) {
+				if !p.stream || !p.includeUsage || *p.req.MaxTokens != 5 || *p.req.Temperature != 0.5 || len(p.req.Stop) != 2 || p.req.User != "u1" {
+					t.Fatalf("%+v", p)
+				}
+				if p.req.Messages[0].Role != "system" || p.req.Messages[1].Content != "a b" || p.inputTokens != 5 {
+					t.Fatalf("messages %+v tokens %d", p.req.Messages, p.inputTokens)
+				}
+			}},
+		{"stop as string", `{"model":"m","messages":[{"role":"user","content":"x"}],"stop":"END"}`, func(t *testing.T, p *parsedRequest) {
+			if len(p.req.Stop) != 1 || p.req.Stop[0] != "END" {
+				t.Fatalf("%+v", p.req.Stop)
+			}
+		}},
+		{"max_completion_tokens", `{"model":"m","messages":[{"role":"user","content":"x"}],"max_completion_tokens":7}`, func(t *testing.T, p *parsedRequest) {
+			if *p.req.MaxTokens != 7 {
+				t.Fatal(*p.req.MaxTokens)
+			}
+		}},
+		{"explicit nulls of unsupported fields", `{"model":"m","messages":[{"role":"user","content":"x"}],"tools":null,"seed":null}`, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, e := parseChatRequest([]byte(tc.body), testLimits, tokens.Count)
+			if e != nil {
+				t.Fatalf("rejected: %v", e)
+			}
+			if tc.check != nil {
+				tc.check(t, p)
+			}
+		})
+	}
+}
+
+func TestParseChatRequestRejects(t *testing.T) {
+	msg := `"messages":[{"role":"user","content":"x"}]`
+	cases := []struct {
+		name, body, code, param string
+	}{
+		{"malformed JSON", `{"model":`, "invalid_json", ""},
+		{"not an object", `[1,2]`, "invalid_json", ""},
+		{"trailing data", `{"model":"m",` + msg + `} {}`, "invalid_json", ""},
+		{"unknown field", `{"model":"m",` + msg + `,"frobnicate":1}`, "unknown_parameter", "frobnicate"},
+		{"tools", `{"model":"m",` + msg + `,"tools":[]}`, "unsupported_parameter", "tools"},
+		{"logprobs", `{"model":"m",` + msg + `,"logprobs":true}`, "unsupported_parameter", "logprobs"},
+		{"n > 1", `{"model":"m",` + msg + `,"n":2}`, "unsupported_parameter", "n"},
+		{"missing model", `{` + msg + `}`, "missing_field", "model"},
+		{"model wrong type", `{"model":5,` + msg + `}`, "invalid_type", "model"},
+		{"model with control chars", `{"model":"a\nb",` + msg + `}`, "invalid_value", "model"},
+		{"no messages", `{"model":"m","messages":[]}`, "missing_field", "messages"},
+		{"too many messages", `{"model":"m","messages":[` + strings.Repeat(`{"role":"user","content":"x"},`, 4) + `{"role":"user","content":"x"}]}`, "too_many_messages", "messages"},
+		{"content too long", `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("a", 51) + `"}]}`, "content_too_long", "messages[0].content"},
+		{"bad role", `{"model":"m","messages":[{"role":"tool","content":"x"}]}`, "unsupported_parameter", "messages[0].role"},
+		{"missing role", `{"model":"m","messages":[{"content":"x"}]}`, "missing_field", "messages[0].role"},
+		{"missing content", `{"model":"m","messages":[{"role":"user"}]}`, "missing_field", "messages[0].content"},
+		{"content number", `{"model":"m","messages":[{"role":"user","content":5}]}`, "invalid_type", "messages[0].content"},
+		{"image part", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, "invalid_type", "messages[0].content[0]"},
+		{"non-text part type", `{"model":"m","messages":[{"role":"user","content":[{"type":"audio"}]}]}`, "unsupported_parameter", "messages[0].content[0].type"},
+		{"unknown message field", `{"model":"m","messages":[{"role":"user","content":"x","name":"bob"}]}`, "unknown_parameter", "name"},
+		{"stream wrong type", `{"model":"m",` + msg + `,"stream":"yes"}`, "invalid_type", "stream"},
+		{"stream_options without stream", `{"model":"m",` + msg + `,"stream_options":{"include_usage":true}}`, "invalid_value", "stream_options"},
+		{"temperature high", `{"model":"m",` + msg + `,"temperature":2.5}`, "invalid_value", "temperature"},
+		{"temperature negative", `{"model":"m",` + msg + `,"temperature":-1}`, "invalid_value", "temperature"},
+		{"top_p high", `{"model":"m",` + msg + `,"top_p":1.5}`, "invalid_value", "top_p"},
+		{"max_tokens zero", `{"model":"m",` + msg + `,"max_tokens":0}`, "invalid_value", "max_tokens"},
+		{"max_tokens float", `{"model":"m",` + msg + `,"max_tokens":1.5}`, "invalid_type", "max_tokens"},
+		{"both max fields", `{"model":"m",` + msg + `,"max_tokens":1,"max_completion_tokens":1}`, "invalid_value", "max_completion_tokens"},
+		{"too many stops", `{"model":"m",` + msg + `,"stop":["a","b","c","d","e"]}`, "invalid_value", "stop"},
+		{"empty stop", `{"model":"m",` + msg + `,"stop":""}`, "invalid_value", "stop"},
+		{"stop wrong type", `{"model":"m",` + msg + `,"stop":5}`, "invalid_type", "stop"},
+		{"user too long", `{"model":"m",` + msg + `,"user":"` + strings.Repeat("u", 257) + `"}`, "invalid_value", "user"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, e := parseChatRequest([]byte(tc.body), testLimits, tokens.Count)
+			if e == nil {
+				t.Fatal("accepted")
+			}
+			if e.status != 400 || e.typ != typeInvalidRequest || e.code != tc.code || e.param != tc.param {
+				t.Fatalf("got %d %s/%s param %q, want %s param %q (%s)", e.status, e.typ, e.code, e.param, tc.code, tc.param, e.message)
+			}
+		})
+	}
+}
+
+// The error message never quotes the caller's content.
+func TestParseErrorsDoNotEchoContent(t *testing.T) {
+	secret := "TOPSECRETPROMPT"
+	for _, body := range []string{
+		`{"model":"m","messages":[{"role":"user","content":"` + secret + strings.Repeat("a", 60) + `"}]}`,
+		`{"model":"m","messages":[{"role":"` + secret + `","content":"x"}]}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"stop":["` + secret + `","",""]}`,
+	} {
+		_, e := parseChatRequest([]byte(body), testLimits, tokens.Count)
+		if e == nil || strings.Contains(e.message, secret) {
+			t.Fatalf("error %v echoes content", e)
+		}
+	}
+}
+
+func FuzzParseChatRequest(f *testing.F) {
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stop":["a"]}`))
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"max_tokens":3}`))
+	f.Add([]byte(`{"model":1}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, e := parseChatRequest(body, testLimits, tokens.Count)
+		if (p == nil) == (e == nil) {
+			t.Fatal("exactly one of request and error must be set")
+		}
+		if e != nil && (e.status != 400 || e.code == "" || e.typ != typeInvalidRequest) {
+			t.Fatalf("unstable error %+v", e)
+		}
+		if p != nil && (p.alias == "" || len(p.req.Messages) == 0 || len(p.req.Messages) > testLimits.maxMessages) {
+			t.Fatalf("accepted an invalid request: %+v", p)
+		}
+	})
+}
