@@ -20,16 +20,26 @@ func Main(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.DBPath, "db", "llmgw-usage.db", "SQLite usage ledger file (created if missing)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests and streams may finish")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	kubeMode := fs.Bool("kubernetes", false, "read the snapshot from a ConfigMap through the Kubernetes API (hot reload) instead of --snapshot")
+	ks := &KubeSource{}
+	fs.StringVar(&ks.Namespace, "namespace", envOr("POD_NAMESPACE", "llmgw-system"), "with --kubernetes: namespace of the snapshot ConfigMap and provider Secrets (default $POD_NAMESPACE)")
+	fs.StringVar(&ks.ConfigMap, "configmap", "llmgw-snapshot", "with --kubernetes: name of the snapshot ConfigMap (data key snapshot.json)")
+	fs.StringVar(&ks.Kubeconfig, "kubeconfig", "", "with --kubernetes: kubeconfig path (default $KUBECONFIG, ~/.kube/config, then in-cluster)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: llmgw gateway --snapshot FILE [flags]\n\nRuns the gateway data plane from a snapshot file (standalone mode).\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "Usage: llmgw gateway --snapshot FILE [flags]\n       llmgw gateway --kubernetes [--namespace NS] [--configmap NAME] [flags]\n\nRuns the gateway data plane from a snapshot file (standalone mode) or from the\nsnapshot ConfigMap the controller writes (Kubernetes mode); both reload without a restart.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if cfg.SnapshotFile == "" {
+	switch {
+	case *kubeMode && cfg.SnapshotFile != "":
+		return fmt.Errorf("--snapshot and --kubernetes are mutually exclusive")
+	case *kubeMode:
+		cfg.Kube = ks
+	case cfg.SnapshotFile == "":
 		fs.Usage()
-		return fmt.Errorf("--snapshot is required")
+		return fmt.Errorf("--snapshot FILE or --kubernetes is required")
 	}
 	log, err := newLogger(*level)
 	if err != nil {
@@ -37,6 +47,13 @@ func Main(ctx context.Context, args []string) error {
 	}
 	cfg.Logger = log
 	return Run(ctx, cfg)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 func newLogger(level string) (*slog.Logger, error) {

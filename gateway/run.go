@@ -21,12 +21,14 @@ import (
 	"github.com/llmgw/llmgw/gateway/usage"
 )
 
-// Config is one gateway process.
+// Config is one gateway process. Exactly one snapshot source is used: the
+// Kubernetes ConfigMap when Kube is set, else SnapshotFile.
 type Config struct {
 	Addr           string // data plane
 	MgmtAddr       string // metrics; "" disables
 	SnapshotFile   string
 	ReloadInterval time.Duration
+	Kube           *KubeSource
 	DBPath         string
 	DrainTimeout   time.Duration
 	Logger         *slog.Logger
@@ -52,23 +54,17 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv, err := server.New(server.Options{Ledger: ledger, Logger: log, Metrics: server.NewMetrics(reg),
-		Credentials: fileCredentials{baseDir: filepath.Dir(cfg.SnapshotFile)}})
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	var srv *server.Server
+	if cfg.Kube != nil {
+		srv, err = startKube(watchCtx, cfg.Kube, ledger, log, reg)
+	} else {
+		srv, err = startFile(watchCtx, cfg, ledger, log, reg)
+	}
 	if err != nil {
 		return err
 	}
-	snap, err := snapshot.LoadFile(cfg.SnapshotFile)
-	if err != nil {
-		return fmt.Errorf("loading snapshot: %w", err)
-	}
-	if err := srv.Apply(ctx, snap); err != nil {
-		return fmt.Errorf("applying snapshot: %w", err)
-	}
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	go snapshot.WatchFile(watchCtx, cfg.SnapshotFile, cfg.ReloadInterval,
-		func(s *snapshot.Snapshot) { _ = srv.Apply(watchCtx, s) },
-		func(err error) { srv.ReportReloadError(err) })
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -89,7 +85,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		go func() { errc <- ms.Serve(mln) }()
 	}
-	log.Info("gateway serving", "addr", ln.Addr().String(), "mgmt_addr", cfg.MgmtAddr, "snapshot", snap.Version)
+	log.Info("gateway serving", "addr", ln.Addr().String(), "mgmt_addr", cfg.MgmtAddr, "snapshot", srv.Version())
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
@@ -113,4 +109,25 @@ func Run(ctx context.Context, cfg Config) error {
 		_ = hs.Close()
 	}
 	return nil
+}
+
+// startFile serves a snapshot file: it must be valid at start; later changes
+// are polled, and an invalid change keeps the running snapshot.
+func startFile(ctx context.Context, cfg Config, ledger *usage.Ledger, log *slog.Logger, reg *prometheus.Registry) (*server.Server, error) {
+	srv, err := server.New(server.Options{Ledger: ledger, Logger: log, Metrics: server.NewMetrics(reg),
+		Credentials: fileCredentials{baseDir: filepath.Dir(cfg.SnapshotFile)}})
+	if err != nil {
+		return nil, err
+	}
+	snap, err := snapshot.LoadFile(cfg.SnapshotFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading snapshot: %w", err)
+	}
+	if err := srv.Apply(ctx, snap); err != nil {
+		return nil, fmt.Errorf("applying snapshot: %w", err)
+	}
+	go snapshot.WatchFile(ctx, cfg.SnapshotFile, cfg.ReloadInterval,
+		func(s *snapshot.Snapshot) { _ = srv.Apply(ctx, s) },
+		func(err error) { srv.ReportReloadError(err) })
+	return srv, nil
 }
