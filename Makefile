@@ -19,14 +19,18 @@ lint: ## go vet + gofmt check
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^hack/.*/vendor/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 .PHONY: test
-test: ## unit and integration tests with the race detector
-	$(GO) test -race -count=1 ./...
+test: envtest ## unit, integration and envtest suites with the race detector
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test -race -count=1 ./...
+
+.PHONY: fuzz
+fuzz: ## run every fuzz target briefly (FUZZTIME, default 10s each)
+	hack/fuzz.sh
 
 .PHONY: run
 run: build ## start the local stack (mock providers; gateway once it lands)
 	$(BIN)/llmgw up
 
 .PHONY: test-all
-test-all: build lint test ## the README's test command: everything CI runs
+test-all: build lint verify-generated test fuzz kind-ci ## the README's test command: everything CI runs
 
 -include hack/*.mk hack/*/*.mk

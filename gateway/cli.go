@@ -24,6 +24,7 @@ func Main(ctx context.Context, args []string) error {
 	ks := &KubeSource{}
 	fs.StringVar(&ks.Namespace, "namespace", envOr("POD_NAMESPACE", "llmgw-system"), "with --kubernetes: namespace of the snapshot ConfigMap and provider Secrets (default $POD_NAMESPACE)")
 	fs.StringVar(&ks.ConfigMap, "configmap", "llmgw-snapshot", "with --kubernetes: name of the snapshot ConfigMap (data key snapshot.json)")
+	fs.DurationVar(&ks.CredentialRefresh, "credential-refresh", 30*time.Second, "with --kubernetes: how often provider credential Secrets are re-read (rotation without restart)")
 	fs.StringVar(&ks.Kubeconfig, "kubeconfig", "", "with --kubernetes: kubeconfig path (default $KUBECONFIG, ~/.kube/config, then in-cluster)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: llmgw gateway --snapshot FILE [flags]\n       llmgw gateway --kubernetes [--namespace NS] [--configmap NAME] [flags]\n\nRuns the gateway data plane from a snapshot file (standalone mode) or from the\nsnapshot ConfigMap the controller writes (Kubernetes mode); both reload without a restart.\n\nFlags:")

@@ -92,7 +92,7 @@ func TestKubernetesHotLoad(t *testing.T) {
 	defer as.Close()
 	defer bs.Close()
 	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "beta-cred"},
-		Data: map[string][]byte{"apiKey": []byte("beta-in-cluster-secret")}}, metav1.CreateOptions{}); err != nil {
+		Data: map[string][]byte{"apiKey": []byte("stale-secret-before-rotation")}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	keyA, _, _, _ := keyformat.Generate()
@@ -106,7 +106,7 @@ func TestKubernetesHotLoad(t *testing.T) {
 	addrc, done := make(chan string, 1), make(chan error, 1)
 	go func() {
 		done <- Run(runCtx, Config{Addr: "127.0.0.1:0", DBPath: filepath.Join(t.TempDir(), "usage.db"), DrainTimeout: 2 * time.Second,
-			Kube:   &KubeSource{Namespace: ns, ConfigMap: "llmgw-snapshot", RestConfig: env.Config},
+			Kube:   &KubeSource{Namespace: ns, ConfigMap: "llmgw-snapshot", RestConfig: env.Config, CredentialRefresh: 200 * time.Millisecond},
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func(a string) { addrc <- a }})
 	}()
 	defer func() {
@@ -139,7 +139,23 @@ func TestKubernetesHotLoad(t *testing.T) {
 		}
 		return time.Since(start)
 	}
-	waitServed("first snapshot", func() bool { return chat(keyA, "chat-beta") == 200 }) // beta needs the Secret
+	waitServed("first snapshot", func() bool { return chat(keyA, "chat-alpha") == 200 })
+
+	// Mock beta rejects the stale Secret value (a gateway misconfiguration:
+	// 502, never 401); after rotating the Secret, the gateway injects the new
+	// value without a restart or a snapshot change.
+	if c := chat(keyA, "chat-beta"); c != http.StatusBadGateway {
+		t.Fatalf("chat-beta with a stale credential: %d, want 502", c)
+	}
+	sec, err := cs.CoreV1().Secrets(ns).Get(ctx, "beta-cred", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec.Data["apiKey"] = []byte("beta-in-cluster-secret")
+	if _, err := cs.CoreV1().Secrets(ns).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitServed("rotated credential", func() bool { return chat(keyA, "chat-beta") == 200 })
 
 	// Steady load with key B through every reload below.
 	var loadOK, loadFail atomic.Int64

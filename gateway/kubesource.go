@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
@@ -22,6 +23,9 @@ type KubeSource struct {
 	ConfigMap  string
 	Kubeconfig string       // explicit path; empty: $KUBECONFIG, ~/.kube/config, then in-cluster
 	RestConfig *rest.Config // when set, used as is (tests)
+	// CredentialRefresh is how often provider Secrets are re-read, so that a
+	// rotated credential is used without a restart (0: never).
+	CredentialRefresh time.Duration
 }
 
 func (k *KubeSource) restConfig() (*rest.Config, error) {
@@ -64,6 +68,20 @@ func startKube(ctx context.Context, k *KubeSource, ledger *usage.Ledger, log *sl
 	}
 	if err := kube.Watch(ctx, cs, k.Namespace, k.ConfigMap, apply, srv.ReportReloadError); err != nil {
 		return nil, err
+	}
+	if k.CredentialRefresh > 0 {
+		go func() {
+			t := time.NewTicker(k.CredentialRefresh)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					_ = srv.Refresh(ctx) // a failure is logged and reported; the old credentials stay
+				}
+			}
+		}()
 	}
 	if srv.Version() == "" {
 		log.Warn("no valid snapshot yet; serving 503 not_ready until one arrives", "namespace", k.Namespace, "configmap", k.ConfigMap)

@@ -96,6 +96,17 @@ func (s *Server) Apply(ctx context.Context, snap *snapshot.Snapshot) error {
 	return nil
 }
 
+// Refresh rebuilds the running snapshot's state, re-resolving provider
+// credentials: a rotated Secret reaches the gateway without a snapshot
+// change. Adapters whose credential is unchanged are reused.
+func (s *Server) Refresh(ctx context.Context) error {
+	st := s.state.Load()
+	if st == nil {
+		return nil
+	}
+	return s.Apply(ctx, st.snap)
+}
+
 // ReportReloadError records a rejected snapshot (for example one that failed
 // to parse) without touching the running config.
 func (s *Server) ReportReloadError(err error) {

@@ -149,7 +149,8 @@ func (x *exchange) relay(sa *streamAttempt) {
 				continue
 			}
 			counter.Add(ev.Text)
-			if writeErr = writeFlush(x.w, rc, enc.content(buf[:0], ev.Text)); writeErr != nil {
+			buf = enc.content(buf[:0], ev.Text)
+			if writeErr = writeFlush(x.w, rc, buf); writeErr != nil {
 				break
 			}
 		}
