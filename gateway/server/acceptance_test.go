@@ -21,8 +21,13 @@ import (
 func TestHealthAndModels(t *testing.T) {
 	h := newHarness(t)
 	h.chat(h.keyA, chatBody("chat-alpha", false, "")) // give /health some provider stats
+	for _, path := range []string{"/healthz", "/readyz", "/nope"} {
+		if r := h.do(http.MethodGet, path, "", ""); r.header.Get("X-Request-Id") == "" {
+			t.Fatalf("%s has no X-Request-Id", path)
+		}
+	}
 	r := h.do(http.MethodGet, "/health", "", "")
-	if r.status != http.StatusOK {
+	if r.status != http.StatusOK || r.header.Get("X-Request-Id") == "" {
 		t.Fatalf("/health status %d: %s", r.status, r.body)
 	}
 	body := string(r.body)

@@ -43,9 +43,8 @@ type exchange struct {
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{s: s, w: w, r: r, st: s.state.Load(), start: s.now()}
-	x.rec = usage.Record{RequestID: usage.NewRequestID(), ClientRequestID: clientRequestID(r),
+	x.rec = usage.Record{RequestID: requestID(w), ClientRequestID: clientRequestID(r),
 		Status: "in_progress", CreatedAt: x.start}
-	w.Header().Set("X-Request-Id", x.rec.RequestID)
 	if x.rec.ClientRequestID != "" {
 		w.Header().Set("X-Client-Request-Id", x.rec.ClientRequestID)
 	}

@@ -27,8 +27,7 @@ type listJSON[T any] struct {
 // authOnly authenticates a non-chat endpoint (no usage record: the ledger
 // counts chat requests only).
 func (s *Server) authOnly(w http.ResponseWriter, r *http.Request) (*state, *snapshot.Key, bool) {
-	id := usage.NewRequestID()
-	w.Header().Set("X-Request-Id", id)
+	id := requestID(w)
 	st := s.state.Load()
 	if st == nil {
 		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: typeOverloaded, code: "not_ready",
@@ -95,7 +94,7 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	reqID := w.Header().Get("X-Request-Id")
+	reqID := requestID(w)
 	q := r.URL.Query()
 	limit := 50
 	if v := q.Get("limit"); v != "" {

@@ -135,8 +135,19 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", s.handleLive)
 	mux.HandleFunc("GET /readyz", s.handleReady)
 	mux.HandleFunc("/", s.handleNotFound)
-	return mux
+	return withRequestID(mux)
 }
+
+// withRequestID gives every response, whatever the endpoint or outcome, a
+// gateway-generated X-Request-Id; handlers read it back from the header.
+func withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-Id", usage.NewRequestID())
+		next.ServeHTTP(w, r)
+	})
+}
+
+func requestID(w http.ResponseWriter) string { return w.Header().Get("X-Request-Id") }
 
 // HTTPServer wraps the handler with the timeouts that protect the gateway
 // from slow clients. WriteTimeout stays zero: streams are long-lived and are
@@ -153,8 +164,7 @@ func HTTPServer(addr string, h http.Handler) *http.Server {
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
-	id := usage.NewRequestID()
-	w.Header().Set("X-Request-Id", id)
+	id := requestID(w)
 	writeError(w, &apiError{status: http.StatusNotFound, typ: typeInvalidRequest, code: "unknown_endpoint",
 		message: "no such endpoint: " + r.Method + " " + trimPath(r.URL.Path)}, id)
 }
