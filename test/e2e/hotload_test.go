@@ -1,0 +1,202 @@
+// Package e2e runs the controller and a gateway in Kubernetes mode against a
+// real API server (envtest, built from source by `make envtest`).
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/llmgw/llmgw/api/v1alpha1"
+	"github.com/llmgw/llmgw/controllers"
+	"github.com/llmgw/llmgw/gateway"
+	"github.com/llmgw/llmgw/gateway/keys/keyformat"
+	"github.com/llmgw/llmgw/mockproviders"
+)
+
+const ns = "llmgw-system"
+
+func startEnv(t *testing.T) (*envtest.Environment, client.Client) {
+	t.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("KUBEBUILDER_ASSETS is not set; run through make test (it builds envtest)")
+		}
+		t.Skip("KUBEBUILDER_ASSETS not set; run `make envtest` and use `make test`")
+	}
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("envtest: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	scheme, err := controllers.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, c
+}
+
+func create(t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	obj.SetNamespace(ns)
+	if err := c.Create(context.Background(), obj); err != nil {
+		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// CR applied → change served by the gateway, through the controller and the
+// snapshot ConfigMap, while a steady load runs; target p99 under 1 s.
+func TestCRToGatewayHotLoad(t *testing.T) {
+	env, c := startEnv(t)
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	alpha, _ := mockproviders.NewHandler(mockproviders.Options{Flavor: mockproviders.Alpha})
+	beta, _ := mockproviders.NewHandler(mockproviders.Options{Flavor: mockproviders.Beta, RequireKey: "beta-e2e-secret"})
+	as, bs := httptest.NewServer(alpha), httptest.NewServer(beta)
+	defer as.Close()
+	defer bs.Close()
+
+	keyA, prefixA, hashA, _ := keyformat.Generate()
+	keyB, prefixB, hashB, _ := keyformat.Generate()
+	create(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "beta-cred"}, Data: map[string][]byte{"apiKey": []byte("beta-e2e-secret")}})
+	create(t, c, &v1alpha1.ProviderEndpoint{ObjectMeta: metav1.ObjectMeta{Name: "alpha"},
+		Spec: v1alpha1.ProviderEndpointSpec{Protocol: "openai", URL: as.URL}})
+	create(t, c, &v1alpha1.ProviderEndpoint{ObjectMeta: metav1.ObjectMeta{Name: "beta"},
+		Spec: v1alpha1.ProviderEndpointSpec{Protocol: "anthropic", URL: bs.URL,
+			Credential: &v1alpha1.Credential{SecretRef: v1alpha1.SecretKeyReference{Name: "beta-cred", Key: "apiKey"}}}})
+	create(t, c, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: "chat-alpha"},
+		Spec: v1alpha1.ModelAliasSpec{Primary: v1alpha1.Route{Provider: "alpha", Model: "alpha-large"},
+			Fallbacks: []v1alpha1.Route{{Provider: "beta", Model: "beta-large"}}}})
+	keyAObj := &v1alpha1.GatewayKey{ObjectMeta: metav1.ObjectMeta{Name: "key-a"},
+		Spec: v1alpha1.GatewayKeySpec{KeyHash: hashA, KeyPrefix: prefixA, Models: []string{"*"},
+			RateLimit: &v1alpha1.RateLimit{RequestsPerMinute: 100000, Burst: 10000}}}
+	create(t, c, keyAObj)
+	create(t, c, &v1alpha1.GatewayKey{ObjectMeta: metav1.ObjectMeta{Name: "key-b"},
+		Spec: v1alpha1.GatewayKeySpec{KeyHash: hashB, KeyPrefix: prefixB, Models: []string{"chat-alpha"},
+			RateLimit: &v1alpha1.RateLimit{RequestsPerMinute: 100000, Burst: 10000}}})
+
+	runCtx, cancel := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	defer func() { cancel(); bg.Wait() }()
+	bg.Add(2)
+	go func() {
+		defer bg.Done()
+		err := controllers.Run(runCtx, env.Config, controllers.Options{Namespace: ns, MetricsAddr: "0", ProbeAddr: "0",
+			Debounce: 200 * time.Millisecond, DebounceMax: time.Second, SkipNameValidation: true}, logr.Discard())
+		if err != nil {
+			t.Errorf("controller: %v", err)
+		}
+	}()
+	addrc := make(chan string, 1)
+	go func() {
+		defer bg.Done()
+		err := gateway.Run(runCtx, gateway.Config{Addr: "127.0.0.1:0", DBPath: filepath.Join(t.TempDir(), "usage.db"),
+			DrainTimeout: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func(a string) { addrc <- a },
+			Kube: &gateway.KubeSource{Namespace: ns, ConfigMap: controllers.DefaultConfigMapName, RestConfig: env.Config}})
+		if err != nil {
+			t.Errorf("gateway: %v", err)
+		}
+	}()
+	base := "http://" + <-addrc
+	chat := func(key, model string) int {
+		req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions",
+			strings.NewReader(`{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return -1
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	served := func(what string, cond func() bool) time.Duration {
+		t.Helper()
+		start := time.Now()
+		for !cond() {
+			if time.Since(start) > 15*time.Second {
+				t.Fatalf("%s: not served within 15s", what)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return time.Since(start)
+	}
+	served("initial CRs", func() bool { return chat(keyA, "chat-alpha") == 200 })
+
+	var ok, failed atomic.Int64
+	stop := make(chan struct{})
+	var load sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		load.Add(1)
+		go func() {
+			defer load.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if chat(keyB, "chat-alpha") == 200 {
+					ok.Add(1)
+				} else {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+
+	var lat []time.Duration
+	for i := 0; i < 20; i++ {
+		name := fmt.Sprintf("hot-%02d", i)
+		create(t, c, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: v1alpha1.ModelAliasSpec{Primary: v1alpha1.Route{Provider: "beta", Model: "beta-" + name}}})
+		lat = append(lat, served(name, func() bool { return chat(keyA, name) == 200 }))
+	}
+	// Disabling a key takes effect within the same bound.
+	if err := c.Get(ctx, client.ObjectKeyFromObject(keyAObj), keyAObj); err != nil {
+		t.Fatal(err)
+	}
+	keyAObj.Spec.Disabled = true
+	if err := c.Update(ctx, keyAObj); err != nil {
+		t.Fatal(err)
+	}
+	disable := served("disabled key", func() bool { return chat(keyA, "chat-alpha") == 401 })
+	close(stop)
+	load.Wait()
+
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	p50, p95, max := lat[len(lat)/2], lat[len(lat)*95/100], lat[len(lat)-1]
+	t.Logf("CR create → served by the gateway (20 aliases): p50 %v, p95 %v, max %v; key disable → 401 in %v; steady load: %d ok, %d failed",
+		p50.Round(time.Millisecond), p95.Round(time.Millisecond), max.Round(time.Millisecond), disable.Round(time.Millisecond), ok.Load(), failed.Load())
+	if failed.Load() != 0 || ok.Load() == 0 {
+		t.Fatalf("steady load across reloads: %d ok, %d failed", ok.Load(), failed.Load())
+	}
+	if max > time.Second || disable > time.Second {
+		t.Fatalf("hot-load latency above 1s: max %v, disable %v", max, disable)
+	}
+}
