@@ -134,23 +134,7 @@ func finishReason(stop string) string {
 }
 
 func (a *anthropic) Complete(ctx context.Context, req *Request) (*Completion, error) {
-	body, err := encodeAnthropic(req, false)
-	if err != nil {
-		return nil, a.seal(&Error{Kind: KindProtocol, Message: "cannot encode request"})
-	}
-	resp, err := a.post(ctx, body, false)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := a.readAll(ctx, resp)
-	if err != nil {
-		return nil, err
-	}
-	c, e := decodeAnthropic(raw)
-	if e != nil {
-		return nil, a.seal(e)
-	}
-	return c, nil
+	return a.complete(ctx, req, encodeAnthropic, decodeAnthropic)
 }
 
 func decodeAnthropic(raw []byte) (*Completion, *Error) {
@@ -183,15 +167,7 @@ func decodeAnthropic(raw []byte) (*Completion, *Error) {
 }
 
 func (a *anthropic) Stream(ctx context.Context, req *Request) (Stream, error) {
-	body, err := encodeAnthropic(req, true)
-	if err != nil {
-		return nil, a.seal(&Error{Kind: KindProtocol, Message: "cannot encode request"})
-	}
-	resp, err := a.post(ctx, body, true)
-	if err != nil {
-		return nil, err
-	}
-	return a.openStream(ctx, resp, &antDecoder{})
+	return a.stream(ctx, req, encodeAnthropic, &antDecoder{})
 }
 
 type antDecoder struct {

@@ -340,3 +340,40 @@ func capRetry(ns float64) time.Duration {
 	}
 	return time.Duration(ns)
 }
+
+// complete is the JSON request cycle both protocols share; a protocol
+// supplies only how a request is encoded and a response decoded.
+func (b *base) complete(ctx context.Context, req *Request, encode func(*Request, bool) ([]byte, error),
+	decode func([]byte) (*Completion, *Error)) (*Completion, error) {
+	body, err := encode(req, false)
+	if err != nil {
+		return nil, b.seal(&Error{Kind: KindProtocol, Message: "cannot encode request"})
+	}
+	resp, err := b.post(ctx, body, false)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := b.readAll(ctx, resp)
+	if err != nil {
+		return nil, err
+	}
+	c, e := decode(raw)
+	if e != nil {
+		return nil, b.seal(e)
+	}
+	return c, nil
+}
+
+// stream is the streaming counterpart of complete: the protocol supplies the
+// request encoding and its event decoder.
+func (b *base) stream(ctx context.Context, req *Request, encode func(*Request, bool) ([]byte, error), dec decoder) (Stream, error) {
+	body, err := encode(req, true)
+	if err != nil {
+		return nil, b.seal(&Error{Kind: KindProtocol, Message: "cannot encode request"})
+	}
+	resp, err := b.post(ctx, body, true)
+	if err != nil {
+		return nil, err
+	}
+	return b.openStream(ctx, resp, dec)
+}

@@ -85,23 +85,7 @@ func encodeOpenAI(req *Request, stream bool) ([]byte, error) {
 }
 
 func (a *openAI) Complete(ctx context.Context, req *Request) (*Completion, error) {
-	body, err := encodeOpenAI(req, false)
-	if err != nil {
-		return nil, a.seal(&Error{Kind: KindProtocol, Message: "cannot encode request"})
-	}
-	resp, err := a.post(ctx, body, false)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := a.readAll(ctx, resp)
-	if err != nil {
-		return nil, err
-	}
-	c, e := decodeOpenAI(raw)
-	if e != nil {
-		return nil, a.seal(e)
-	}
-	return c, nil
+	return a.complete(ctx, req, encodeOpenAI, decodeOpenAI)
 }
 
 func decodeOpenAI(raw []byte) (*Completion, *Error) {
@@ -131,15 +115,7 @@ func decodeOpenAI(raw []byte) (*Completion, *Error) {
 }
 
 func (a *openAI) Stream(ctx context.Context, req *Request) (Stream, error) {
-	body, err := encodeOpenAI(req, true)
-	if err != nil {
-		return nil, a.seal(&Error{Kind: KindProtocol, Message: "cannot encode request"})
-	}
-	resp, err := a.post(ctx, body, true)
-	if err != nil {
-		return nil, err
-	}
-	return a.openStream(ctx, resp, &oaiDecoder{})
+	return a.stream(ctx, req, encodeOpenAI, &oaiDecoder{})
 }
 
 type oaiDecoder struct{ chunk oaiChunk }
