@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -422,5 +423,37 @@ func TestUsageShowsFallbackOnce(t *testing.T) {
 	u = h.do(http.MethodGet, "/v1/usage", h.keyB, "")
 	if strings.Contains(string(u.body), id) {
 		t.Fatal("key B sees key A's record")
+	}
+}
+
+// Each event is flushed as it arrives: with 400 ms between upstream chunks,
+// the client sees the first and last content events far apart, which a
+// buffered relay could not produce.
+func TestStreamIsFlushedPerEvent(t *testing.T) {
+	h := newHarness(t)
+	req, _ := http.NewRequest(http.MethodPost, h.gw.URL+"/v1/chat/completions",
+		strings.NewReader(chatBody("chat-alpha", true, "alpha:chunks=3 alpha:chunk_delay_ms=400")))
+	req.Header.Set("Authorization", "Bearer "+h.keyA)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	var contentAt []time.Time
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			break
+		}
+		if strings.Contains(line, `"delta":{"content":"`) && !strings.Contains(line, `"content":""`) {
+			contentAt = append(contentAt, time.Now())
+		}
+	}
+	if len(contentAt) != 3 {
+		t.Fatalf("%d content events, want 3", len(contentAt))
+	}
+	if gap := contentAt[2].Sub(contentAt[0]); gap < 400*time.Millisecond {
+		t.Fatalf("first and last content events %v apart: the stream was buffered", gap)
 	}
 }
