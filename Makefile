@@ -27,7 +27,7 @@ fuzz: ## run every fuzz target briefly (FUZZTIME, default 10s each)
 	hack/fuzz.sh
 
 .PHONY: run
-run: build ## start the local stack (mock providers; gateway once it lands)
+run: build ## start the local stack: both mock providers and the gateway on loopback (llmgw up)
 	$(BIN)/llmgw up
 
 .PHONY: test-all

@@ -114,4 +114,28 @@ func TestRunReloadsSnapshotFile(t *testing.T) {
 	if c := chat("chat-late"); c != 200 {
 		t.Fatalf("running config lost after an invalid file: %d", c)
 	}
+	// Putting the running content back clears the reported error.
+	if err := snapshot.WriteFile(path, snap); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for healthStatus(t, base) != "ok" {
+		if time.Now().After(deadline) {
+			t.Fatal("/health still degraded after the valid file was restored")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func healthStatus(t *testing.T, base string) string {
+	resp, err := http.Get(base + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Status string `json:"status"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&h)
+	return h.Status
 }

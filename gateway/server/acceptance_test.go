@@ -331,7 +331,11 @@ func TestStreamFailureAfterCommit(t *testing.T) {
 				if strings.Contains(s.content, other+"/") || strings.Count(s.content, "says:") != 1 {
 					t.Fatalf("content switched provider or repeated: %q", s.content)
 				}
-				if e := s.errors[0].Error; e.Type != "stream_error" || e.RequestID != r.header.Get("X-Request-Id") {
+				wantCode := "upstream_interrupted"
+				if strings.HasPrefix(fault, "stall") {
+					wantCode = "upstream_timeout"
+				}
+				if e := s.errors[0].Error; e.Type != "stream_error" || e.Code != wantCode || e.RequestID != r.header.Get("X-Request-Id") {
 					t.Fatalf("error event %+v", e)
 				}
 				rec := h.record(r.header.Get("X-Request-Id"))

@@ -13,14 +13,14 @@ import (
 	"github.com/llmgw/llmgw/gateway/usage"
 )
 
-// Final record statuses (the ledger's vocabulary; "in_progress" and
+// Final record statuses: the ledger's vocabulary ("in_progress" and
 // "interrupted" are written by the ledger itself).
 const (
-	statusSuccess  = "success"
-	statusPartial  = "partial"  // a stream cut after the commit point
-	statusError    = "error"    // every route failed or a provider rejected the request
-	statusRejected = "rejected" // the gateway refused before any provider was called
-	statusCanceled = "canceled" // the client went away
+	statusSuccess  = usage.StatusSuccess
+	statusPartial  = usage.StatusPartial  // a stream cut after the commit point
+	statusError    = usage.StatusError    // every route failed or a provider rejected the request
+	statusRejected = usage.StatusRejected // the gateway refused before any provider was called
+	statusCanceled = usage.StatusCanceled // the client went away
 )
 
 // httpStatusClientClosed is recorded (never sent) when the client disconnected.
@@ -44,7 +44,7 @@ type exchange struct {
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{s: s, w: w, r: r, st: s.state.Load(), start: s.now()}
 	x.rec = usage.Record{RequestID: requestID(w), ClientRequestID: clientRequestID(r),
-		Status: "in_progress", CreatedAt: x.start}
+		Status: usage.StatusInProgress, CreatedAt: x.start}
 	if x.rec.ClientRequestID != "" {
 		w.Header().Set("X-Client-Request-Id", x.rec.ClientRequestID)
 	}
@@ -176,7 +176,13 @@ func (x *exchange) finalize(status string, httpStatus int) {
 	if err := x.s.ledger.Finish(ctx, x.rec); err != nil {
 		x.s.log.Error("usage record not finalized", "request_id", x.rec.RequestID, "err", err)
 	}
-	x.s.metrics.request(x.rec.Alias, status, httpStatus)
+	// Only a configured alias becomes a metric label: the requested name is
+	// caller input and would make label cardinality unbounded.
+	label := ""
+	if x.alias != nil {
+		label = x.alias.Name
+	}
+	x.s.metrics.request(label, status, httpStatus)
 	x.s.log.Info("chat", "request_id", x.rec.RequestID, "key_id", x.rec.KeyID, "alias", x.rec.Alias,
 		"provider", x.rec.Provider, "status", status, "http_status", httpStatus, "error_type", x.rec.ErrorType,
 		"fallbacks", x.rec.Fallbacks, "stream", x.rec.Stream, "input_tokens", x.rec.InputTokens,

@@ -64,7 +64,7 @@ type contentPart struct {
 	Text *string `json:"text"`
 }
 
-// limits bounds what one request may carry; zero values mean "no request".
+// limits bounds what one request may carry; zero values mean "no limit".
 type limits struct {
 	maxMessages     int
 	maxContentChars int
@@ -278,15 +278,23 @@ func flattenContent(raw json.RawMessage, param string) (string, *apiError) {
 	}
 	var sb strings.Builder
 	for j, pr := range parts {
+		pp := fmt.Sprintf("%s[%d]", param, j)
+		// The type is read first, loosely: an image or audio part is a
+		// well-formed OpenAI part the gateway does not support, not a type error.
+		var kind struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(pr, &kind); err != nil {
+			return "", errInvalid("invalid_type", pp, "content parts must be objects {\"type\":\"text\",\"text\":...}")
+		}
+		if kind.Type != "text" {
+			return "", errInvalid("unsupported_parameter", pp+".type", "only text content parts are supported")
+		}
 		var part contentPart
 		d := json.NewDecoder(bytes.NewReader(pr))
 		d.DisallowUnknownFields()
-		pp := fmt.Sprintf("%s[%d]", param, j)
 		if err := d.Decode(&part); err != nil {
-			return "", errInvalid("invalid_type", pp, "content parts must be objects {\"type\":\"text\",\"text\":...}")
-		}
-		if part.Type != "text" {
-			return "", errInvalid("unsupported_parameter", pp+".type", "only text content parts are supported")
+			return "", errInvalid("invalid_type", pp, "text content parts are {\"type\":\"text\",\"text\":...}")
 		}
 		if part.Text == nil {
 			return "", errInvalid("missing_field", pp+".text", "text content parts need text")

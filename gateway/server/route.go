@@ -21,15 +21,15 @@ var (
 	errIdleTimeout       = errors.New("stream idle timeout")
 )
 
-// Attempt outcomes recorded per upstream call.
+// Attempt outcomes recorded per upstream call: the ledger's vocabulary.
 const (
-	outcomeOK          = "ok"
-	outcomeTimeout     = "timeout"
-	outcomeConnection  = "connection"
-	outcomeStatus      = "status"
-	outcomeStreamError = "stream_error"
-	outcomeProtocol    = "protocol"
-	outcomeCanceled    = "canceled"
+	outcomeOK          = usage.OutcomeOK
+	outcomeTimeout     = usage.OutcomeTimeout
+	outcomeConnection  = usage.OutcomeConnection
+	outcomeStatus      = usage.OutcomeStatus
+	outcomeStreamError = usage.OutcomeStreamError
+	outcomeProtocol    = usage.OutcomeProtocol
+	outcomeCanceled    = usage.OutcomeCanceled
 )
 
 // routes is the primary followed by at most maxFallbacks fallbacks.
@@ -100,7 +100,23 @@ func (x *exchange) addAttempt(rt snapshot.Route, outcome string, code int, t0 ti
 	x.rec.Provider, x.rec.ProviderModel = rt.Provider, rt.Model
 	x.rec.Fallbacks = len(x.rec.Attempts) - 1
 	x.s.metrics.attempt(rt.Provider, outcome)
-	x.s.health.observe(rt.Provider, outcome == outcomeOK, x.s.now())
+	if outcome == outcomeOK || providerFault(outcome, code) {
+		x.s.health.observe(rt.Provider, outcome == outcomeOK, x.s.now())
+	}
+}
+
+// providerFault says whether an attempt's failure speaks about the provider's
+// health. A client that went away, or a 4xx caused by the request itself, does
+// not; a rejected gateway credential (401/403) and rate limiting do.
+func providerFault(outcome string, code int) bool {
+	switch outcome {
+	case outcomeCanceled:
+		return false
+	case outcomeStatus:
+		return code >= 500 || code == http.StatusTooManyRequests || code == http.StatusUnauthorized || code == http.StatusForbidden
+	default:
+		return true
+	}
 }
 
 // complete runs a non-streaming request through the routes.

@@ -71,6 +71,13 @@ func (s *Server) Apply(ctx context.Context, snap *snapshot.Snapshot) error {
 	// version, so a snapshot built in code is held to the same rules as a file.
 	snap = snap.Clone()
 	_, err := snapshot.Encode(snap)
+	if cur := s.state.Load(); err == nil && cur != nil && cur.snap.Version == snap.Version {
+		// The newest snapshot seen is the running one (a watcher's first
+		// delivery, a resync, or a bad file put back): nothing to rebuild, but
+		// an earlier rejection no longer describes the newest config.
+		s.clearReloadError()
+		return nil
+	}
 	var st *state
 	if err == nil {
 		st, err = s.buildState(ctx, snap)
@@ -80,9 +87,7 @@ func (s *Server) Apply(ctx context.Context, snap *snapshot.Snapshot) error {
 		return err
 	}
 	old := s.state.Swap(st)
-	s.reloadMu.Lock()
-	s.lastReloadErr, s.lastReloadAt = "", s.now()
-	s.reloadMu.Unlock()
+	s.clearReloadError()
 	s.metrics.reload(true, snap.Version)
 	keep := make(map[string]bool, len(snap.Keys))
 	for _, k := range snap.Keys {
@@ -99,12 +104,30 @@ func (s *Server) Apply(ctx context.Context, snap *snapshot.Snapshot) error {
 // Refresh rebuilds the running snapshot's state, re-resolving provider
 // credentials: a rotated Secret reaches the gateway without a snapshot
 // change. Adapters whose credential is unchanged are reused.
+//
+// It leaves the reload status alone: a rejected newer snapshot stays reported.
 func (s *Server) Refresh(ctx context.Context) error {
-	st := s.state.Load()
-	if st == nil {
+	cur := s.state.Load()
+	if cur == nil {
 		return nil
 	}
-	return s.Apply(ctx, st.snap)
+	st, err := s.buildState(ctx, cur.snap)
+	if err != nil {
+		s.log.Error("refreshing provider credentials failed; keeping the current ones", "err", err)
+		return err
+	}
+	st.loadedAt = cur.loadedAt
+	if s.state.CompareAndSwap(cur, st) {
+		s.adapters.retain(st.adapters)
+	}
+	return nil
+}
+
+func (s *Server) clearReloadError() {
+	s.reloadMu.Lock()
+	s.lastReloadErr, s.lastReloadAt = "", s.now()
+	s.reloadMu.Unlock()
+	s.metrics.reloadFailing.Set(0)
 }
 
 // ReportReloadError records a rejected snapshot (for example one that failed

@@ -67,9 +67,14 @@ func (c *adapterCache) retain(used map[string]provider.Adapter) {
 			}
 		}
 	}
-	for id := range c.byID {
+	for id, a := range c.byID {
 		if !keep[id] {
 			delete(c.byID, id)
+			// Only idle connections close: requests of older states that
+			// still use this adapter finish normally.
+			if ic, ok := a.(provider.IdleCloser); ok {
+				ic.CloseIdleConnections()
+			}
 		}
 	}
 }

@@ -127,9 +127,11 @@ func (x *exchange) relay(sa *streamAttempt) {
 	buf = enc.role(buf[:0])
 	if sa.first.Text != "" {
 		buf = enc.content(buf, sa.first.Text)
-		counter.Add(sa.first.Text)
 	}
 	writeErr := writeFlush(x.w, rc, buf)
+	if writeErr == nil {
+		counter.Add(sa.first.Text) // only what reached the client counts
+	}
 
 	var upErr error
 	if !sa.ended && writeErr == nil {
@@ -148,11 +150,11 @@ func (x *exchange) relay(sa *streamAttempt) {
 			if ev.Text == "" {
 				continue
 			}
-			counter.Add(ev.Text)
 			buf = enc.content(buf[:0], ev.Text)
 			if writeErr = writeFlush(x.w, rc, buf); writeErr != nil {
 				break
 			}
+			counter.Add(ev.Text)
 		}
 		idleTimer.Stop()
 	}

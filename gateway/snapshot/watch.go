@@ -82,8 +82,11 @@ func (w *watcher) poll() {
 	}
 	w.stat, w.readAt = fi, time.Now()
 	sum := sha256.Sum256(data)
-	if w.hasRead && sum == w.valid {
-		w.pending, w.reported = "", ""
+	// After a reported problem, valid content is delivered again even when its
+	// version is the running one, so the consumer can clear its error.
+	recovered := w.reported != ""
+	if w.hasRead && sum == w.valid && !recovered {
+		w.pending = ""
 		return
 	}
 	s, err := Parse(data)
@@ -93,7 +96,7 @@ func (w *watcher) poll() {
 	}
 	w.pending, w.reported = "", ""
 	w.valid, w.hasRead = sum, true
-	if s.Version == w.version {
+	if s.Version == w.version && !recovered {
 		return
 	}
 	w.version = s.Version

@@ -101,13 +101,22 @@ func TestWatchFile(t *testing.T) {
 		t.Fatalf("after invalid file: %d changes, errors %v", len(changes), errs)
 	}
 
-	// The same content in another form has the same version: nothing to deliver.
+	// The running content put back after a reported error is delivered again
+	// (same version), so the consumer can clear the error it reported.
 	b, _ := Encode(s2.Clone())
 	compact := strings.Join(strings.Fields(string(b)), "")
 	os.WriteFile(path, []byte(compact), 0o644)
+	w.wait(t)
 	changes, errs = w.settle(t)
-	if len(changes) != 2 || len(errs) != 1 {
-		t.Fatalf("re-formatted v2: %d changes, %d errors", len(changes), len(errs))
+	if len(changes) != 3 || changes[2].Version != v2 || len(errs) != 1 {
+		t.Fatalf("re-formatted v2 after an error: %d changes, %d errors", len(changes), len(errs))
+	}
+
+	// The same content again, with no error in between: nothing to deliver.
+	os.WriteFile(path, b, 0o644)
+	changes, errs = w.settle(t)
+	if len(changes) != 3 || len(errs) != 1 {
+		t.Fatalf("same version again: %d changes, %d errors", len(changes), len(errs))
 	}
 
 	// New valid content is delivered again.
@@ -115,7 +124,7 @@ func TestWatchFile(t *testing.T) {
 	s3.Limits.MaxMessages = 3
 	v3 := writeSnapshot(t, path, s3)
 	w.wait(t)
-	if changes, _ = w.settle(t); len(changes) != 3 || changes[2].Version != v3 {
+	if changes, _ = w.settle(t); len(changes) != 4 || changes[3].Version != v3 {
 		t.Fatalf("after recovery: %d changes", len(changes))
 	}
 }
@@ -167,14 +176,15 @@ func TestWatchIgnoresTransientPartialWrite(t *testing.T) {
 	if changes != 1 || errs != 1 {
 		t.Fatalf("persistent partial file: %d changes, %d errors; want 1, 1", changes, errs)
 	}
-	// Fixing the file and breaking it the same way again is a new problem.
+	// Fixing the file delivers it again (the error is over); breaking it the
+	// same way again is a new problem.
 	os.WriteFile(path, full, 0o644)
 	w.poll()
 	os.WriteFile(path, full[:len(full)/2], 0o644)
 	w.poll()
 	w.poll()
-	if changes != 1 || errs != 2 {
-		t.Fatalf("broken again: %d changes, %d errors; want 1, 2", changes, errs)
+	if changes != 2 || errs != 2 {
+		t.Fatalf("broken again: %d changes, %d errors; want 2, 2", changes, errs)
 	}
 }
 

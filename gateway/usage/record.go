@@ -38,6 +38,7 @@ const (
 	OutcomeStatus      = "status" // upstream answered with a non-2xx status
 	OutcomeStreamError = "stream_error"
 	OutcomeCanceled    = "canceled"
+	OutcomeProtocol    = "protocol" // upstream answered with data the gateway could not read
 )
 
 // Errors callers can test with errors.Is.
