@@ -36,6 +36,7 @@ type UpConfig struct {
 	Addr      string
 	AlphaAddr string
 	BetaAddr  string
+	MgmtAddr  string // /metrics; empty disables
 	Logger    *slog.Logger
 	Out       io.Writer
 	// Ready, when set, is called with the env file's path once everything serves.
@@ -50,6 +51,7 @@ func UpMain(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "gateway listen address")
 	fs.StringVar(&cfg.AlphaAddr, "alpha-addr", "127.0.0.1:9001", "mock provider alpha (OpenAI protocol) listen address")
 	fs.StringVar(&cfg.BetaAddr, "beta-addr", "127.0.0.1:9002", "mock provider beta (Anthropic-Messages protocol) listen address")
+	fs.StringVar(&cfg.MgmtAddr, "mgmt-addr", "", "gateway management address serving /metrics (e.g. 127.0.0.1:9090); empty disables it")
 	level := fs.String("log-level", "warn", "log level of the gateway and mocks (logs go to stderr): debug, info, warn or error")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: llmgw up [flags]\n\nStarts mock providers alpha and beta and the gateway on loopback, with demo aliases\nchat-alpha, chat-beta, chat-restricted and two keys (A: all three, B: chat-alpha and chat-beta).\nA second run on the same state directory reuses the keys and the usage history. Ctrl-C stops everything.\n\nFlags:")
@@ -110,7 +112,7 @@ func Up(ctx context.Context, cfg UpConfig) error {
 			cfg.Ready(envPath)
 		}
 	}
-	return Run(ctx, Config{Addr: cfg.Addr, SnapshotFile: snapPath, ReloadInterval: time.Second,
+	return Run(ctx, Config{Addr: cfg.Addr, MgmtAddr: cfg.MgmtAddr, SnapshotFile: snapPath, ReloadInterval: time.Second,
 		DBPath: filepath.Join(cfg.StateDir, usageDBFile), DrainTimeout: 10 * time.Second, Logger: cfg.Logger, Ready: ready})
 }
 
