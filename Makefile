@@ -20,7 +20,7 @@ lint: ## go vet + gofmt check
 
 .PHONY: test
 test: envtest ## unit, integration and envtest suites with the race detector
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(GO) test -race -count=1 ./...
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) LLMGW_REQUIRE_ENVTEST=1 $(GO) test -race -count=1 ./...
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target briefly (FUZZTIME, default 10s each)

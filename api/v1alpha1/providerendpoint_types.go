@@ -1,0 +1,131 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ProviderEndpointSpec is an upstream model vendor the gateway may call.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.url) != has(self.service)",message="exactly one of url or service must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.url) || self.url.matches('^https?://[^/?#@\\\\s]+(/[^?#@\\\\s]*)?$')",message="url must be http(s)://host[:port][/path], without credentials, query or fragment",fieldPath=".url",reason=FieldValueInvalid
+type ProviderEndpointSpec struct {
+	// Protocol is the wire protocol the upstream speaks.
+	// +kubebuilder:validation:Enum=openai;anthropic
+	Protocol string `json:"protocol"`
+
+	// URL is the base URL, scheme://host[:port][/path]. Credentials, query and
+	// fragment are refused: URLs end up in logs, credentials belong in credential.
+	// The rule sits on the spec so that the API's error does not quote the URL
+	// (and any credentials in it) back.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	URL string `json:"url,omitempty"`
+
+	// Service points at an in-cluster Service in the same namespace.
+	// +optional
+	Service *ServiceReference `json:"service,omitempty"`
+
+	// Credential is the provider API key, read by the gateway at request time;
+	// it never enters the snapshot or any status.
+	// +optional
+	Credential *Credential `json:"credential,omitempty"`
+
+	// Timeouts for connecting and for the response headers.
+	// +optional
+	Timeouts *ProviderTimeouts `json:"timeouts,omitempty"`
+}
+
+// ServiceReference is a Service in the ProviderEndpoint's namespace; the base
+// URL becomes scheme://name.namespace.svc:port/path.
+type ServiceReference struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+
+	// +optional
+	// +kubebuilder:default=http
+	// +kubebuilder:validation:Enum=http;https
+	Scheme string `json:"scheme,omitempty"`
+
+	// Path is a base path prefix, e.g. "/v1".
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^?#@\s]*$`
+	Path string `json:"path,omitempty"`
+}
+
+// Credential names where the provider API key lives.
+type Credential struct {
+	SecretRef SecretKeyReference `json:"secretRef"`
+}
+
+// SecretKeyReference is one key of a Secret in the same namespace.
+type SecretKeyReference struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key"`
+}
+
+// ProviderTimeouts bound one call to the provider.
+type ProviderTimeouts struct {
+	// Connect bounds dialing (default 2s).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}(h|m|s|ms)){1,4}$') || (duration(self) >= duration('1ms') && duration(self) <= duration('5m'))",message="connect must be between 1ms and 5m"
+	Connect Duration `json:"connect,omitempty"`
+
+	// ResponseHeader bounds the wait for response headers (default 10s).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}(h|m|s|ms)){1,4}$') || (duration(self) >= duration('1ms') && duration(self) <= duration('1h'))",message="responseHeader must be between 1ms and 1h"
+	ResponseHeader Duration `json:"responseHeader,omitempty"`
+}
+
+// ProviderEndpointStatus is what the controller made of the ProviderEndpoint.
+type ProviderEndpointStatus struct {
+	CommonStatus `json:",inline"`
+
+	// BaseURL is the URL the gateway calls (resolved from url or service).
+	// +optional
+	BaseURL string `json:"baseURL,omitempty"`
+}
+
+// ProviderEndpoint is an upstream model provider: protocol, address, credential.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=pe,categories=llmgw
+// +kubebuilder:printcolumn:name="Protocol",type=string,JSONPath=`.spec.protocol`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.baseURL`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ProviderEndpoint struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ProviderEndpointSpec   `json:"spec"`
+	Status ProviderEndpointStatus `json:"status,omitempty"`
+}
+
+// ProviderEndpointList is a list of ProviderEndpoints.
+//
+// +kubebuilder:object:root=true
+type ProviderEndpointList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ProviderEndpoint `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ProviderEndpoint{}, &ProviderEndpointList{})
+}

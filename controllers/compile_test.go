@@ -1,0 +1,184 @@
+package controllers
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/llmgw/llmgw/api/v1alpha1"
+	"github.com/llmgw/llmgw/gateway/snapshot"
+)
+
+var update = flag.Bool("update", false, "rewrite controllers/testdata golden files")
+
+// goldenNow is the clock of every golden case, so expiry is reproducible.
+var goldenNow = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+
+// loadInputs reads a multi-document YAML of ProviderEndpoints, ModelAliases,
+// GatewayKeys and Secrets (only the Secrets' names and data keys matter).
+func loadInputs(t *testing.T, paths ...string) Inputs {
+	t.Helper()
+	var raw []byte
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = append(append(raw, "\n---\n"...), b...)
+	}
+	path := strings.Join(paths, ",")
+	in := Inputs{Namespace: "llmgw-system", Now: goldenNow, Secrets: map[string][]string{}}
+	for i, doc := range strings.Split(string(raw), "\n---") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		var head struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+			t.Fatalf("%s doc %d: %v", path, i, err)
+		}
+		strict := func(into any) {
+			if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
+				t.Fatalf("%s doc %d (%s): %v", path, i, head.Kind, err)
+			}
+		}
+		switch head.Kind {
+		case "ProviderEndpoint":
+			var o v1alpha1.ProviderEndpoint
+			strict(&o)
+			in.Providers = append(in.Providers, o)
+		case "ModelAlias":
+			var o v1alpha1.ModelAlias
+			strict(&o)
+			in.Aliases = append(in.Aliases, o)
+		case "GatewayKey":
+			var o v1alpha1.GatewayKey
+			strict(&o)
+			in.Keys = append(in.Keys, o)
+		case "Secret":
+			var o corev1.Secret
+			strict(&o)
+			in.Secrets[o.Name] = secretKeys(&o)
+		case "":
+			// a comment-only document
+		default:
+			t.Fatalf("%s doc %d: unexpected kind %q", path, i, head.Kind)
+		}
+	}
+	return in
+}
+
+func render(t *testing.T, in Inputs) (snapJSON, statusJSON []byte) {
+	t.Helper()
+	snap, st := Compile(in)
+	b, err := snapshot.Encode(&snap)
+	if err != nil {
+		t.Fatalf("compiled snapshot does not encode: %v", err)
+	}
+	s, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, append(s, '\n')
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./controllers -run TestCompileGolden -args -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (-update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func TestCompileGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden cases: %v", err)
+	}
+	cases := map[string][]string{}
+	for _, f := range files {
+		cases[strings.TrimSuffix(filepath.Base(f), ".yaml")] = []string{f}
+	}
+	// The shipped samples are a case of their own, so they can never drift
+	// into something the controller refuses.
+	if cases["samples"], err = filepath.Glob("../config/samples/llmgw_*.yaml"); err != nil || len(cases["samples"]) == 0 {
+		t.Fatalf("no samples: %v", err)
+	}
+	for name, paths := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := loadInputs(t, paths...)
+			snapJSON, statusJSON := render(t, in)
+			golden(t, filepath.Join("testdata", name+".snapshot.json"), snapJSON)
+			golden(t, filepath.Join("testdata", name+".status.json"), statusJSON)
+
+			// Ordering independence: informer caches list in no promised order.
+			rng := rand.New(rand.NewPCG(1, uint64(len(name))))
+			for i := range 8 {
+				p := in
+				p.Providers, p.Aliases, p.Keys = slices.Clone(in.Providers), slices.Clone(in.Aliases), slices.Clone(in.Keys)
+				if i == 0 {
+					slices.Reverse(p.Providers)
+					slices.Reverse(p.Aliases)
+					slices.Reverse(p.Keys)
+				} else {
+					rng.Shuffle(len(p.Providers), func(a, b int) { p.Providers[a], p.Providers[b] = p.Providers[b], p.Providers[a] })
+					rng.Shuffle(len(p.Aliases), func(a, b int) { p.Aliases[a], p.Aliases[b] = p.Aliases[b], p.Aliases[a] })
+					rng.Shuffle(len(p.Keys), func(a, b int) { p.Keys[a], p.Keys[b] = p.Keys[b], p.Keys[a] })
+				}
+				s2, st2 := render(t, p)
+				if !bytes.Equal(s2, snapJSON) || !bytes.Equal(st2, statusJSON) {
+					t.Fatalf("permutation %d compiles differently", i)
+				}
+			}
+		})
+	}
+}
+
+// TestCompileIsPure: Compile must not mutate its inputs (they come from the
+// informer cache, which is shared).
+func TestCompileIsPure(t *testing.T) {
+	in := loadInputs(t, "testdata/keys.yaml", "testdata/conflicts.yaml")
+	before := fmt.Sprintf("%#v", in)
+	Compile(in)
+	if after := fmt.Sprintf("%#v", in); after != before {
+		t.Fatal("Compile mutated its inputs")
+	}
+}
+
+// TestCompileNeverLeaksPlaintext: a key pasted into any free-text field, or
+// credentials in a URL, must not reach the snapshot or a status.
+func TestCompileNeverLeaksPlaintext(t *testing.T) {
+	in := loadInputs(t, "testdata/invalid.yaml")
+	snapJSON, statusJSON := render(t, in)
+	for _, b := range [][]byte{snapJSON, statusJSON} {
+		if bytes.Contains(b, []byte(plaintextInTestdata)) {
+			t.Fatalf("plaintext key leaked:\n%s", b)
+		}
+		if bytes.Contains(b, []byte("user:pass")) {
+			t.Fatalf("URL credentials leaked:\n%s", b)
+		}
+	}
+}
+
+// plaintextInTestdata is a syntactically valid key that is deliberately
+// misplaced in testdata/invalid.yaml; it authorizes nothing anywhere.
+const plaintextInTestdata = "lgw_leakedkey0_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"

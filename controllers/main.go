@@ -1,0 +1,222 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/llmgw/llmgw/api/v1alpha1"
+)
+
+// Options configure the controller; Main fills them from flags, tests directly.
+type Options struct {
+	Namespace          string
+	ConfigMapName      string
+	LeaderElect        bool
+	LeaderElectionID   string
+	MetricsAddr        string
+	ProbeAddr          string
+	Debounce           time.Duration
+	DebounceMax        time.Duration
+	LeaseDuration      time.Duration
+	RenewDeadline      time.Duration
+	RetryPeriod        time.Duration
+	SkipNameValidation bool // tests start several managers in one process
+}
+
+// DefaultLeaderElectionID is the Lease the role in config/rbac allows.
+const DefaultLeaderElectionID = "llmgw-controller-leader"
+
+// Main is `llmgw controller`: it runs until ctx is cancelled.
+func Main(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("llmgw controller", flag.ContinueOnError)
+	o := Options{}
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig `file` (default: in-cluster, or $KUBECONFIG)")
+	fs.StringVar(&o.Namespace, "namespace", envOr("POD_NAMESPACE", "llmgw-system"), "`namespace` whose objects are compiled and where the snapshot ConfigMap lives ($POD_NAMESPACE when set)")
+	fs.StringVar(&o.ConfigMapName, "configmap", DefaultConfigMapName, "`name` of the snapshot ConfigMap")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "hold a Lease so that only one replica writes")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", DefaultLeaderElectionID, "`name` of the leader-election Lease")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "`address` of the Prometheus /metrics endpoint (0 disables)")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "`address` of /healthz and /readyz")
+	fs.DurationVar(&o.Debounce, "debounce", 200*time.Millisecond, "quiet `period` after the last change before compiling")
+	fs.DurationVar(&o.DebounceMax, "debounce-max", time.Second, "longest `wait` for a quiet period under a stream of changes")
+	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, nil)
+	if *logJSON {
+		h = slog.NewJSONHandler(os.Stderr, nil)
+	}
+	log := logr.FromSlogHandler(h)
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+
+	cfg, err := restConfig(*kubeconfig)
+	if err != nil {
+		return err
+	}
+	return Run(ctx, cfg, o, log)
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func restConfig(path string) (*rest.Config, error) {
+	if path != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", path)
+		if err != nil {
+			return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("finding cluster config: %w", err)
+	}
+	return cfg, nil
+}
+
+// Scheme holds every kind the controller reads or writes.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("registering client-go types: %w", err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("registering llmgw.dev types: %w", err)
+	}
+	return s, nil
+}
+
+// NewManager builds the manager and registers the reconciler, without
+// starting anything.
+func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, *Reconciler, error) {
+	if o.Namespace == "" {
+		return nil, nil, errors.New("a namespace is required")
+	}
+	if o.ConfigMapName == "" {
+		o.ConfigMapName = DefaultConfigMapName
+	}
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = DefaultLeaderElectionID
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, nil, err
+	}
+	mopts := ctrl.Options{
+		Scheme: scheme,
+		Logger: log,
+		// Namespace-scoped everything: the Role in config/rbac grants nothing
+		// cluster-wide, and one controller serves one namespace.
+		Cache: cache.Options{
+			DefaultNamespaces: map[string]cache.Config{o.Namespace: {}},
+			ByObject: map[client.Object]cache.ByObject{
+				// The field selector lets RBAC pin list/watch to the one name.
+				&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", o.ConfigMapName)},
+				// Only names and data keys are kept: credential values (and the
+				// last-applied annotation that would repeat them) never sit in
+				// this process's memory.
+				&corev1.Secret{}: {Transform: stripSecret},
+			},
+		},
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       o.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if o.LeaseDuration > 0 {
+		mopts.LeaseDuration, mopts.RenewDeadline, mopts.RetryPeriod = &o.LeaseDuration, &o.RenewDeadline, &o.RetryPeriod
+	}
+	if o.SkipNameValidation {
+		t := true
+		mopts.Controller.SkipNameValidation = &t
+	}
+	mgr, err := ctrl.NewManager(cfg, mopts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, nil, fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, nil, fmt.Errorf("adding ready check: %w", err)
+	}
+	r := &Reconciler{
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		Namespace:     o.Namespace,
+		ConfigMapName: o.ConfigMapName,
+		Debounce:      o.Debounce,
+		DebounceMax:   max(o.DebounceMax, o.Debounce),
+		Log:           log.WithName("snapshot"),
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return nil, nil, fmt.Errorf("setting up reconciler: %w", err)
+	}
+	return mgr, r, nil
+}
+
+// Run starts the manager and blocks until ctx is cancelled.
+func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) error {
+	mgr, _, err := NewManager(cfg, o, log)
+	if err != nil {
+		return err
+	}
+	log.Info("starting controller", "namespace", o.Namespace, "configMap", o.ConfigMapName, "leaderElect", o.LeaderElect)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+func stripSecret(obj any) (any, error) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok {
+		return obj, nil // a tombstone on delete: nothing to strip
+	}
+	out := &corev1.Secret{
+		TypeMeta: s.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: s.Name, Namespace: s.Namespace, UID: s.UID,
+			ResourceVersion: s.ResourceVersion, CreationTimestamp: s.CreationTimestamp,
+			DeletionTimestamp: s.DeletionTimestamp,
+		},
+		Type: s.Type,
+		Data: make(map[string][]byte, len(s.Data)),
+	}
+	for k := range s.Data {
+		out.Data[k] = nil
+	}
+	return out, nil
+}

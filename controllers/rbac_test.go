@@ -1,0 +1,234 @@
+package controllers
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/llmgw/llmgw/api/v1alpha1"
+)
+
+// RBAC: the controller and the gateway run as their ServiceAccounts
+// (impersonated) with exactly the Roles in config/rbac. Sufficient: the
+// controller does its whole job, logging no "forbidden". Minimal: requests
+// just outside the Roles are denied.
+
+const rbacNS = "llmgw-system"
+
+func impersonate(sa string) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + rbacNS + ":" + sa,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + rbacNS, "system:authenticated"},
+	}
+	return c
+}
+
+// errorLog records every error the manager logs.
+type errorLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (e *errorLog) logger() logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		GinkgoWriter.Println(prefix, args)
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.msgs = append(e.msgs, prefix+" "+args)
+	}, funcr.Options{Verbosity: 1})
+}
+
+func (e *errorLog) matching(s string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, m := range e.msgs {
+		if strings.Contains(strings.ToLower(m), s) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func forbidden(err error) bool { return apierrors.IsForbidden(err) }
+
+var _ = Describe("RBAC from config/rbac", Ordered, func() {
+	var controllerClient, gatewayClient client.Client
+
+	BeforeAll(func() {
+		Expect(k8sClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rbacNS}})).To(Succeed())
+		Expect(k8sClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}})).To(Succeed())
+		paths, err := filepath.Glob(filepath.Join("..", "config", "rbac", "*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		for _, p := range paths {
+			if filepath.Base(p) == "kustomization.yaml" {
+				continue
+			}
+			apply(k8sClient, filesYAML(p), "")
+		}
+		scheme, err := Scheme()
+		Expect(err).NotTo(HaveOccurred())
+		controllerClient, err = client.New(impersonate("llmgw-controller"), client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		gatewayClient, err = client.New(impersonate("llmgw-gateway"), client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		// Something for the denials below to be denied on.
+		Expect(k8sClient.Create(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "unrelated"}})).To(Succeed())
+	})
+
+	It("lets the controller do its whole job as its ServiceAccount, with leader election", func() {
+		var errs errorLog
+		o := Options{
+			Namespace: rbacNS, LeaderElect: true, MetricsAddr: "0",
+			Debounce: 50 * time.Millisecond, DebounceMax: 500 * time.Millisecond,
+			LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
+			SkipNameValidation: true,
+		}
+		mgr, r, err := NewManager(impersonate("llmgw-controller"), o, errs.logger())
+		Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithCancel(suiteCtx)
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			Expect(mgr.Start(ctx)).To(Succeed())
+		}()
+		defer func() {
+			cancel()
+			Eventually(done, 30*time.Second).Should(BeClosed())
+		}()
+
+		apply(k8sClient, samplesYAML()+`
+---
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: vendor}
+spec:
+  protocol: openai
+  url: https://api.vendor.example
+  credential: {secretRef: {name: vendor-key, key: apiKey}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: vendor-key}
+stringData: {apiKey: sk-test}`, rbacNS)
+		Eventually(func() []string { return aliasNames(published(rbacNS)) }, eventually).
+			Should(Equal([]string{"chat-alpha", "chat-beta", "chat-restricted"}))
+		Eventually(providerReady(rbacNS, "vendor"), eventually).Should(Equal("True/Compiled"))
+		for _, n := range []string{"chat-alpha", "chat-beta", "chat-restricted"} {
+			Eventually(aliasReady(rbacNS, n), eventually).Should(Equal("True/Compiled"))
+		}
+		Eventually(keyReady(rbacNS, "team-a"), eventually).Should(Equal("True/Compiled"))
+		Expect(r.Writes()).To(BeNumerically(">=", 1))
+
+		var lease coordinationv1.Lease
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: rbacNS, Name: DefaultLeaderElectionID}, &lease)).To(Succeed())
+		Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+		// Leader election announces itself with an Event: the reason the Role
+		// may create events.
+		Eventually(func() []string {
+			var evs corev1.EventList
+			Expect(k8sClient.List(suiteCtx, &evs, client.InNamespace(rbacNS))).To(Succeed())
+			var reasons []string
+			for _, e := range evs.Items {
+				reasons = append(reasons, e.Reason)
+			}
+			return reasons
+		}, eventually).Should(ContainElement("LeaderElection"))
+
+		By("repairing a deleted ConfigMap (create) and an edited one (update)")
+		Expect(k8sClient.Delete(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: DefaultConfigMapName}})).To(Succeed())
+		Eventually(func() bool { return published(rbacNS).Version != "" }, eventually).Should(BeTrue())
+
+		Expect(errs.matching("forbidden")).To(BeEmpty())
+	})
+
+	It("denies the controller everything outside its Role", func() {
+		c := controllerClient
+		ctx := suiteCtx
+		in := client.InNamespace(rbacNS)
+		denied := map[string]error{
+			"list all ConfigMaps":         c.List(ctx, &corev1.ConfigMapList{}, in),
+			"get another ConfigMap":       c.Get(ctx, client.ObjectKey{Namespace: rbacNS, Name: "unrelated"}, &corev1.ConfigMap{}),
+			"update another ConfigMap":    c.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "unrelated"}}),
+			"delete the snapshot":         c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: DefaultConfigMapName}}),
+			"get a Secret":                c.Get(ctx, client.ObjectKey{Namespace: rbacNS, Name: "vendor-key"}, &corev1.Secret{}),
+			"create a Secret":             c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "x"}}),
+			"update a CR spec":            c.Update(ctx, &v1alpha1.GatewayKey{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "team-a"}}),
+			"delete a CR":                 c.Delete(ctx, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "chat-alpha"}}),
+			"create a CR":                 c.Create(ctx, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "new"}}),
+			"list CRs in another ns":      c.List(ctx, &v1alpha1.ModelAliasList{}, client.InNamespace("elsewhere")),
+			"list CRs cluster-wide":       c.List(ctx, &v1alpha1.ModelAliasList{}),
+			"list Pods":                   c.List(ctx, &corev1.PodList{}, in),
+			"update another Lease":        c.Update(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "other"}}),
+			"create a snapshot elsewhere": c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Name: DefaultConfigMapName}}),
+		}
+		for what, err := range denied {
+			Expect(forbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", what, err)
+		}
+	})
+
+	It("lets the gateway watch its one ConfigMap and read Secrets, and nothing else", func() {
+		cs, err := kubernetes.NewForConfig(impersonate("llmgw-gateway"))
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() bool { return published(rbacNS).Version != "" }, eventually).Should(BeTrue())
+
+		By("an informer restricted to the snapshot ConfigMap, as the gateway runs it")
+		lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", rbacNS,
+			fields.OneTermEqualSelector("metadata.name", DefaultConfigMapName))
+		got := make(chan string, 10)
+		inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
+		_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+			got <- obj.(*corev1.ConfigMap).Annotations[VersionAnnotation]
+		}})
+		Expect(err).NotTo(HaveOccurred())
+		ctx, cancel := context.WithCancel(suiteCtx)
+		defer cancel()
+		go inf.Run(ctx.Done())
+		Eventually(got, eventually).Should(Receive(HavePrefix("sha256:")))
+
+		_, err = cs.CoreV1().ConfigMaps(rbacNS).Get(suiteCtx, DefaultConfigMapName, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cs.CoreV1().Secrets(rbacNS).Get(suiteCtx, "vendor-key", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cs.CoreV1().Secrets(rbacNS).List(suiteCtx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		c := gatewayClient
+		in := client.InNamespace(rbacNS)
+		_, watchErr := cs.CoreV1().ConfigMaps(rbacNS).Watch(suiteCtx, metav1.ListOptions{})
+		denied := map[string]error{
+			"list all ConfigMaps":    c.List(suiteCtx, &corev1.ConfigMapList{}, in),
+			"watch all ConfigMaps":   watchErr,
+			"get another ConfigMap":  c.Get(suiteCtx, client.ObjectKey{Namespace: rbacNS, Name: "unrelated"}, &corev1.ConfigMap{}),
+			"update the snapshot":    c.Update(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: DefaultConfigMapName}}),
+			"create a ConfigMap":     c.Create(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "x"}}),
+			"update a Secret":        c.Update(suiteCtx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "vendor-key"}}),
+			"list ModelAliases":      c.List(suiteCtx, &v1alpha1.ModelAliasList{}, in),
+			"get a GatewayKey":       c.Get(suiteCtx, client.ObjectKey{Namespace: rbacNS, Name: "team-a"}, &v1alpha1.GatewayKey{}),
+			"get the leader Lease":   c.Get(suiteCtx, client.ObjectKey{Namespace: rbacNS, Name: DefaultLeaderElectionID}, &coordinationv1.Lease{}),
+			"read Secrets elsewhere": c.List(suiteCtx, &corev1.SecretList{}, client.InNamespace("elsewhere")),
+			"list Pods":              c.List(suiteCtx, &corev1.PodList{}, in),
+		}
+		for what, err := range denied {
+			Expect(forbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", what, err)
+		}
+	})
+})

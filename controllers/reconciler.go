@@ -1,0 +1,371 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/llmgw/llmgw/api/v1alpha1"
+	"github.com/llmgw/llmgw/gateway/snapshot"
+)
+
+// The snapshot ConfigMap contract shared with the gateway (`llmgw gateway --kubernetes`).
+const (
+	DefaultConfigMapName = "llmgw-snapshot"
+	SnapshotKey          = "snapshot.json"
+	// VersionAnnotation repeats the snapshot version so that "did it change"
+	// needs no JSON parsing and `kubectl get -o yaml` shows it at a glance.
+	VersionAnnotation = "llmgw.dev/snapshot-version"
+	ManagedByLabel    = "app.kubernetes.io/managed-by"
+	ManagedByValue    = "llmgw-controller"
+	ComponentLabel    = "app.kubernetes.io/component"
+	ComponentValue    = "snapshot"
+	// FieldOwner names the controller in managedFields of everything it writes.
+	FieldOwner = "llmgw-controller"
+)
+
+// The RBAC the controller needs, and no more: read the three kinds and the
+// Secrets (to see which credentials exist), patch their status, write the one
+// ConfigMap, hold its leader Lease. make manifests turns these into
+// config/rbac/role.yaml. create cannot be limited by resourceNames.
+//
+// +kubebuilder:rbac:groups=llmgw.dev,namespace=llmgw-system,resources=providerendpoints;modelaliases;gatewaykeys,verbs=list;watch
+// +kubebuilder:rbac:groups=llmgw.dev,namespace=llmgw-system,resources=providerendpoints/status;modelaliases/status;gatewaykeys/status,verbs=patch
+// +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=secrets,verbs=list;watch
+// +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=configmaps,verbs=create
+// +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=configmaps,resourceNames=llmgw-snapshot,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=llmgw-system,resources=leases,verbs=create
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=llmgw-system,resources=leases,resourceNames=llmgw-controller-leader,verbs=get;update
+// +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=events,verbs=create;patch
+
+var (
+	snapshotWrites = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "llmgw_controller_snapshot_writes_total",
+		Help: "Writes of the snapshot ConfigMap (one per new snapshot version).",
+	})
+	compiles = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "llmgw_controller_compiles_total",
+		Help: "Compilations of the namespace's objects into a snapshot (after debouncing).",
+	})
+	objects = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "llmgw_controller_objects",
+		Help: "Objects seen in the last compilation, by kind and Ready status.",
+	}, []string{"kind", "ready"})
+)
+
+func init() { metrics.Registry.MustRegister(snapshotWrites, compiles, objects) }
+
+// Reconciler compiles the whole namespace at once: every event maps to one
+// request, so the work queue itself collapses bursts, and the debounce below
+// waits for a burst to end before compiling.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads the ConfigMap uncached, so the "only on change" check
+	// never compares against a cache that has not seen our last write.
+	APIReader     client.Reader
+	Namespace     string
+	ConfigMapName string
+	Limits        snapshot.Limits
+	// Debounce is the quiet period after the last event before compiling;
+	// DebounceMax bounds the wait under a continuous stream of events.
+	Debounce, DebounceMax time.Duration
+	// Now is the clock (tests may pin it); nil means time.Now.
+	Now func() time.Time
+	Log logr.Logger
+
+	mu                    sync.Mutex
+	firstEvent, lastEvent time.Time
+	writes                int64
+}
+
+// Writes is how many times this reconciler wrote the ConfigMap.
+func (r *Reconciler) Writes() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.writes
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reconciler) request() reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: r.ConfigMapName}}
+}
+
+// touch records an event and schedules the namespace's one request.
+func (r *Reconciler) touch(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	r.mu.Lock()
+	now := r.now()
+	if r.firstEvent.IsZero() {
+		r.firstEvent = now
+	}
+	r.lastEvent = now
+	r.mu.Unlock()
+	q.AddAfter(r.request(), r.Debounce)
+}
+
+// settle says how much longer to wait before compiling (0: now) and, when it
+// is time, closes the current burst.
+func (r *Reconciler) settle() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.firstEvent.IsZero() {
+		return 0
+	}
+	now := r.now()
+	quiet := r.Debounce - now.Sub(r.lastEvent)
+	capped := r.DebounceMax - now.Sub(r.firstEvent)
+	if wait := min(quiet, capped); wait > 0 {
+		return wait
+	}
+	r.firstEvent, r.lastEvent = time.Time{}, time.Time{}
+	return 0
+}
+
+func (r *Reconciler) enqueueAll() handler.EventHandler {
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.touch(q)
+		},
+		UpdateFunc: func(_ context.Context, _ event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.touch(q)
+		},
+		DeleteFunc: func(_ context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.touch(q)
+		},
+		GenericFunc: func(_ context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.touch(q)
+		},
+	}
+}
+
+// SetupWithManager registers the watches: the three kinds (spec changes only,
+// so our own status writes do not loop), Secrets (only when their set of data
+// keys changes) and the snapshot ConfigMap (to repair edits and deletion).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	spec := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	secretKeysChanged := builder.WithPredicates(predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*corev1.Secret)
+			n, ok2 := e.ObjectNew.(*corev1.Secret)
+			return !ok1 || !ok2 || !slices.Equal(secretKeys(o), secretKeys(n))
+		},
+	})
+	ours := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetName() == r.ConfigMapName
+	}))
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("snapshot").
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Watches(&v1alpha1.ProviderEndpoint{}, r.enqueueAll(), spec).
+		Watches(&v1alpha1.ModelAlias{}, r.enqueueAll(), spec).
+		Watches(&v1alpha1.GatewayKey{}, r.enqueueAll(), spec).
+		Watches(&corev1.Secret{}, r.enqueueAll(), secretKeysChanged).
+		Watches(&corev1.ConfigMap{}, r.enqueueAll(), ours).
+		Complete(r)
+}
+
+// Reconcile compiles the namespace, publishes the snapshot if its version
+// changed, and brings every object's status up to date.
+func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	if wait := r.settle(); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	log := r.Log.WithValues("namespace", r.Namespace)
+	in, err := r.inputs(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	snap, st := Compile(in)
+	compiles.Inc()
+	body, err := snapshot.Encode(&snap)
+	if err != nil {
+		// Compile validates each object on its own, so this is a bug; the
+		// gateways keep serving the previous snapshot.
+		log.Error(err, "compiled snapshot is invalid; keeping the published one")
+	} else if err := r.publish(ctx, log, snap.Version, body); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.updateStatuses(ctx, in, st); err != nil {
+		return reconcile.Result{}, err
+	}
+	var res reconcile.Result
+	if st.NextExpiry != nil {
+		// A key expiring changes its status though no object changed.
+		res.RequeueAfter = st.NextExpiry.Sub(r.now()) + time.Second
+	}
+	return res, nil
+}
+
+func (r *Reconciler) inputs(ctx context.Context) (Inputs, error) {
+	in := Inputs{Namespace: r.Namespace, Now: r.now(), Limits: r.Limits, Secrets: map[string][]string{}}
+	ns := client.InNamespace(r.Namespace)
+	var pl v1alpha1.ProviderEndpointList
+	var al v1alpha1.ModelAliasList
+	var kl v1alpha1.GatewayKeyList
+	var sl corev1.SecretList
+	for _, l := range []client.ObjectList{&pl, &al, &kl, &sl} {
+		if err := r.Client.List(ctx, l, ns); err != nil {
+			return in, fmt.Errorf("listing %T: %w", l, err)
+		}
+	}
+	in.Providers, in.Aliases, in.Keys = pl.Items, al.Items, kl.Items
+	for i := range sl.Items {
+		in.Secrets[sl.Items[i].Name] = secretKeys(&sl.Items[i])
+	}
+	return in, nil
+}
+
+func (r *Reconciler) publish(ctx context.Context, log logr.Logger, version string, body []byte) error {
+	want := map[string]string{SnapshotKey: string(body)}
+	var cm corev1.ConfigMap
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.ConfigMapName}, &cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.ConfigMapName}}
+		r.label(&cm, version)
+		cm.Data = want
+		if err := r.Client.Create(ctx, &cm, client.FieldOwner(FieldOwner)); err != nil {
+			return fmt.Errorf("creating ConfigMap %s: %w", r.ConfigMapName, err)
+		}
+	case err != nil:
+		return fmt.Errorf("reading ConfigMap %s: %w", r.ConfigMapName, err)
+	default:
+		before := cm.DeepCopy()
+		r.label(&cm, version)
+		cm.Data, cm.BinaryData = want, nil
+		if equality.Semantic.DeepEqual(before, &cm) {
+			return nil
+		}
+		if err := r.Client.Update(ctx, &cm, client.FieldOwner(FieldOwner)); err != nil {
+			return fmt.Errorf("updating ConfigMap %s: %w", r.ConfigMapName, err)
+		}
+	}
+	r.mu.Lock()
+	r.writes++
+	r.mu.Unlock()
+	snapshotWrites.Inc()
+	log.Info("published snapshot", "configMap", r.ConfigMapName, "version", version, "bytes", len(body))
+	return nil
+}
+
+func (r *Reconciler) label(cm *corev1.ConfigMap, version string) {
+	if cm.Labels == nil {
+		cm.Labels = map[string]string{}
+	}
+	cm.Labels[ManagedByLabel] = ManagedByValue
+	cm.Labels[ComponentLabel] = ComponentValue
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[VersionAnnotation] = version
+}
+
+// updateStatuses patches only the statuses that changed; a merge patch (not
+// an update) so a stale cache never causes a conflict on spec.
+func (r *Reconciler) updateStatuses(ctx context.Context, in Inputs, st Statuses) error {
+	var errs []error
+	count := map[[2]string]float64{}
+	for i := range in.Providers {
+		o := &in.Providers[i]
+		res := st.Providers[o.Name]
+		count[[2]string{"ProviderEndpoint", readyLabel(res.Ready)}]++
+		orig := o.DeepCopy()
+		setCommon(&o.Status.CommonStatus, o.Generation, res.Result)
+		o.Status.BaseURL = res.BaseURL
+		errs = append(errs, r.patchStatus(ctx, o, orig, &orig.Status, &o.Status))
+	}
+	for i := range in.Aliases {
+		o := &in.Aliases[i]
+		res := st.Aliases[o.Name]
+		count[[2]string{"ModelAlias", readyLabel(res.Ready)}]++
+		orig := o.DeepCopy()
+		setCommon(&o.Status.CommonStatus, o.Generation, res.Result)
+		o.Status.Alias, o.Status.Primary, o.Status.Fallback, o.Status.Routes = res.Alias, res.Primary, res.Fallback, res.Routes
+		errs = append(errs, r.patchStatus(ctx, o, orig, &orig.Status, &o.Status))
+	}
+	for i := range in.Keys {
+		o := &in.Keys[i]
+		res := st.Keys[o.Name]
+		count[[2]string{"GatewayKey", readyLabel(res.Ready)}]++
+		orig := o.DeepCopy()
+		setCommon(&o.Status.CommonStatus, o.Generation, res.Result)
+		o.Status.Fingerprint = res.Fingerprint
+		errs = append(errs, r.patchStatus(ctx, o, orig, &orig.Status, &o.Status))
+	}
+	objects.Reset()
+	for k, v := range count {
+		objects.WithLabelValues(k[0], k[1]).Set(v)
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Reconciler) patchStatus(ctx context.Context, obj, orig client.Object, before, after any) error {
+	if equality.Semantic.DeepEqual(before, after) {
+		return nil
+	}
+	err := r.Client.Status().Patch(ctx, obj, client.MergeFrom(orig), client.FieldOwner(FieldOwner))
+	if apierrors.IsNotFound(err) {
+		return nil // deleted meanwhile; its delete event brings another round
+	}
+	if err != nil {
+		return fmt.Errorf("patching status of %T %s: %w", obj, obj.GetName(), err)
+	}
+	return nil
+}
+
+func setCommon(s *v1alpha1.CommonStatus, generation int64, res Result) {
+	status := metav1.ConditionFalse
+	if res.Ready {
+		status = metav1.ConditionTrue
+	}
+	s.ObservedGeneration = generation
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{
+		Type:               v1alpha1.ConditionReady,
+		Status:             status,
+		Reason:             res.Reason,
+		Message:            truncate(res.Message, 32768),
+		ObservedGeneration: generation,
+	})
+}
+
+func readyLabel(ready bool) string {
+	if ready {
+		return "true"
+	}
+	return "false"
+}
+
+// truncate keeps condition messages within the API's 32768-byte limit.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

@@ -1,0 +1,79 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// TestSettle: compile only after Debounce of quiet, or DebounceMax after the
+// first event of a burst, whichever comes first.
+func TestSettle(t *testing.T) {
+	now := time.Unix(1000, 0)
+	r := &Reconciler{Debounce: 200 * time.Millisecond, DebounceMax: time.Second, Now: func() time.Time { return now }}
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+
+	if w := r.settle(); w != 0 {
+		t.Fatalf("no pending events: want 0, got %v", w)
+	}
+	r.touch(q)
+	now = now.Add(50 * time.Millisecond)
+	if w := r.settle(); w != 150*time.Millisecond {
+		t.Fatalf("50ms after the only event: want 150ms, got %v", w)
+	}
+	// A steady stream of events every 100ms never goes quiet: DebounceMax cuts in.
+	for range 9 {
+		now = now.Add(100 * time.Millisecond)
+		r.touch(q)
+	}
+	now = now.Add(50 * time.Millisecond) // 1s after the first event
+	if w := r.settle(); w != 0 {
+		t.Fatalf("DebounceMax reached: want 0, got %v", w)
+	}
+	if w := r.settle(); w != 0 {
+		t.Fatalf("burst consumed: want 0, got %v", w)
+	}
+}
+
+func TestStripSecret(t *testing.T) {
+	in := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "n", UID: types.UID("u"), ResourceVersion: "7",
+			Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"stringData":{"k":"v"}}`}},
+		Data: map[string][]byte{"apiKey": []byte("sk-secret")},
+	}
+	out, err := stripSecret(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.(*corev1.Secret)
+	if s.Name != "s" || s.Namespace != "n" || s.ResourceVersion != "7" {
+		t.Fatalf("identity lost: %+v", s.ObjectMeta)
+	}
+	if v, ok := s.Data["apiKey"]; !ok || v != nil {
+		t.Fatalf("want key kept, value dropped: %q", s.Data)
+	}
+	if len(s.Annotations) != 0 {
+		t.Fatalf("annotations may repeat the secret: %v", s.Annotations)
+	}
+	if _, err := stripSecret("tombstone"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMainFlags(t *testing.T) {
+	if err := Main(context.Background(), []string{"--help"}); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: want flag.ErrHelp, got %v", err)
+	}
+	if err := Main(context.Background(), []string{"extra"}); err == nil {
+		t.Fatal("positional arguments must be refused")
+	}
+}

@@ -1,0 +1,350 @@
+package controllers
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/llmgw/llmgw/api/v1alpha1"
+)
+
+// CRUD and schema/CEL validation of each CRD against a real API server. Each
+// rejection is asserted verbatim: the message is what a user sees from
+// kubectl apply, so it is part of the API.
+var _ = Describe("CRD validation", func() {
+	const ns = "validation"
+
+	BeforeEach(func() {
+		err := k8sClient.Create(suiteCtx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
+	})
+
+	type rejection struct{ doc, want string }
+	check := func(r rejection) {
+		err := create(r.doc, ns)
+		if r.want == "" {
+			Expect(err).NotTo(HaveOccurred())
+			return
+		}
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(Equal(r.want), "full message:\n%s", err.Error())
+	}
+
+	DescribeTable("ProviderEndpoint", check,
+		Entry("valid url", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: ok-url}
+spec: {protocol: openai, url: "https://api.example.com/v1", timeouts: {connect: 1500ms, responseHeader: 1m30s}}`}),
+		Entry("valid service with credential", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: ok-svc}
+spec:
+  protocol: anthropic
+  service: {name: mock-beta, port: 9002}
+  credential: {secretRef: {name: beta-key, key: apiKey}}`}),
+		Entry("url and service", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: both}
+spec: {protocol: openai, url: "http://a", service: {name: a, port: 80}}`,
+			want: `ProviderEndpoint.llmgw.dev "both" is invalid: spec: Invalid value: exactly one of url or service must be set`}),
+		Entry("neither url nor service", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: neither}
+spec: {protocol: openai}`,
+			want: `ProviderEndpoint.llmgw.dev "neither" is invalid: spec: Invalid value: exactly one of url or service must be set`}),
+		Entry("unknown protocol", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: grpc}
+spec: {protocol: grpc, url: "http://a"}`,
+			want: `ProviderEndpoint.llmgw.dev "grpc" is invalid: [spec.protocol: Unsupported value: "grpc": supported values: "openai", "anthropic", <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]`}),
+		Entry("credentials in the url", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: userinfo}
+spec: {protocol: openai, url: "http://user:pass@api.example.com"}`,
+			want: `ProviderEndpoint.llmgw.dev "userinfo" is invalid: spec.url: Invalid value: url must be http(s)://host[:port][/path], without credentials, query or fragment`}),
+		Entry("non-http url", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: ftp}
+spec: {protocol: openai, url: "ftp://api.example.com"}`,
+			want: `ProviderEndpoint.llmgw.dev "ftp" is invalid: spec.url: Invalid value: url must be http(s)://host[:port][/path], without credentials, query or fragment`}),
+		Entry("connect timeout out of bounds", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: slow}
+spec: {protocol: openai, url: "http://a", timeouts: {connect: 10m}}`,
+			want: `ProviderEndpoint.llmgw.dev "slow" is invalid: spec.timeouts.connect: Invalid value: "10m": connect must be between 1ms and 5m`}),
+		Entry("duration that is not one", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: prose}
+spec: {protocol: openai, url: "http://a", timeouts: {responseHeader: "2 seconds"}}`,
+			want: `ProviderEndpoint.llmgw.dev "prose" is invalid: spec.timeouts.responseHeader: Invalid value: "2 seconds": spec.timeouts.responseHeader in body should match '^([0-9]{1,5}(h|m|s|ms)){1,4}$'`}),
+		Entry("service port out of range", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: port0}
+spec: {protocol: openai, service: {name: a, port: 0}}`,
+			want: `ProviderEndpoint.llmgw.dev "port0" is invalid: spec.service.port: Invalid value: 0: spec.service.port in body should be greater than or equal to 1`}),
+	)
+
+	DescribeTable("ModelAlias", check,
+		Entry("valid", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ModelAlias
+metadata: {name: ok}
+spec:
+  alias: "Org/Model:v1"
+  primary: {provider: alpha, model: a}
+  fallbacks: [{provider: beta, model: b}, {provider: alpha, model: a2}]
+  maxFallbacks: 2
+  timeouts: {total: 30s, attempt: 10s, firstChunk: 5s, idle: 5s}`}),
+		Entry("missing primary", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ModelAlias
+metadata: {name: noprimary}
+spec: {alias: x}`,
+			want: `ModelAlias.llmgw.dev "noprimary" is invalid: [spec.primary: Required value, <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]`}),
+		Entry("fallback equal to primary", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ModelAlias
+metadata: {name: selfloop}
+spec:
+  primary: {provider: alpha, model: a}
+  fallbacks: [{provider: alpha, model: a}]`,
+			want: `ModelAlias.llmgw.dev "selfloop" is invalid: spec: Invalid value: a fallback must differ from the primary route`}),
+		Entry("duplicate fallbacks", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ModelAlias
+metadata: {name: dupfb}
+spec:
+  primary: {provider: alpha, model: a}
+  fallbacks: [{provider: beta, model: b}, {provider: beta, model: b}]`,
+			want: `ModelAlias.llmgw.dev "dupfb" is invalid: spec.fallbacks[1]: Duplicate value: {"model":"b","provider":"beta"}`}),
+		Entry("too many fallbacks", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ModelAlias
+metadata: {name: manyfb}
+spec:
+  primary: {provider: alpha, model: a}
+  fallbacks: [{provider: b, model: "1"}, {provider: b, model: "2"}, {provider: b, model: "3"}, {provider: b, model: "4"}]`,
+			want: `ModelAlias.llmgw.dev "manyfb" is invalid: [spec.fallbacks: Too many: 4: must have at most 3 items, <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]`}),
+		Entry("maxFallbacks above the list", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ModelAlias
+metadata: {name: maxfb}
+spec:
+  primary: {provider: alpha, model: a}
+  fallbacks: [{provider: beta, model: b}]
+  maxFallbacks: 2`,
+			want: `ModelAlias.llmgw.dev "maxfb" is invalid: spec: Invalid value: maxFallbacks must not exceed the number of fallbacks`}),
+		Entry("maxFallbacks above 3", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ModelAlias
+metadata: {name: maxfb4}
+spec:
+  primary: {provider: alpha, model: a}
+  maxFallbacks: 4`,
+			want: `ModelAlias.llmgw.dev "maxfb4" is invalid: [spec.maxFallbacks: Invalid value: 4: spec.maxFallbacks in body should be less than or equal to 3, spec: Invalid value: maxFallbacks must not exceed the number of fallbacks]`}),
+		Entry("attempt longer than total", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ModelAlias
+metadata: {name: attempt}
+spec:
+  primary: {provider: alpha, model: a}
+  timeouts: {total: 5s, attempt: 10s}`,
+			want: `ModelAlias.llmgw.dev "attempt" is invalid: spec.timeouts: Invalid value: attempt must not exceed total`}),
+		Entry("total out of bounds", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ModelAlias
+metadata: {name: total}
+spec:
+  primary: {provider: alpha, model: a}
+  timeouts: {total: 2h}`,
+			want: `ModelAlias.llmgw.dev "total" is invalid: spec.timeouts.total: Invalid value: "2h": total must be between 1ms and 1h`}),
+		Entry("alias with whitespace", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ModelAlias
+metadata: {name: space}
+spec:
+  alias: "my model"
+  primary: {provider: alpha, model: a}`,
+			want: `ModelAlias.llmgw.dev "space" is invalid: spec.alias: Invalid value: "my model": spec.alias in body should match '^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$'`}),
+	)
+
+	const hash = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	DescribeTable("GatewayKey", check,
+		Entry("valid", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: GatewayKey
+metadata: {name: ok}
+spec:
+  keyHash: ` + hash + `
+  keyPrefix: lgw_abcdefghij
+  models: [chat-alpha, "Org/Model:v1"]
+  rateLimit: {requestsPerMinute: 600, burst: 20}
+  disabled: false
+  expiresAt: "2030-01-01T00:00:00Z"`}),
+		Entry("plaintext key as keyHash", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: GatewayKey
+metadata: {name: plaintext}
+spec:
+  keyHash: lgw_abcdefghij_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmn
+  keyPrefix: lgw_abcdefghij
+  models: ["*"]`,
+			want: `GatewayKey.llmgw.dev "plaintext" is invalid: spec.keyHash: Invalid value: keyHash must be the sha256: hash of the key, never the plaintext key`}),
+		Entry("upper-case hash", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: GatewayKey
+metadata: {name: upper}
+spec:
+  keyHash: sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef
+  keyPrefix: lgw_abcdefghij
+  models: ["*"]`,
+			want: `GatewayKey.llmgw.dev "upper" is invalid: spec.keyHash: Invalid value: "sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef": keyHash must be sha256: followed by 64 lowercase hex characters`}),
+		Entry("bad prefix", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: GatewayKey
+metadata: {name: prefix}
+spec:
+  keyHash: ` + hash + `
+  keyPrefix: lgw_ABC
+  models: ["*"]`,
+			want: `GatewayKey.llmgw.dev "prefix" is invalid: spec.keyPrefix: Invalid value: "lgw_ABC": spec.keyPrefix in body should match '^lgw_[a-z0-9]{10}$'`}),
+		Entry("star with other models", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: GatewayKey
+metadata: {name: star}
+spec:
+  keyHash: ` + hash + `
+  keyPrefix: lgw_abcdefghij
+  models: ["*", chat]`,
+			want: `GatewayKey.llmgw.dev "star" is invalid: spec.models: Invalid value: '*' must be the only entry when present`}),
+		Entry("duplicate models", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: GatewayKey
+metadata: {name: dup}
+spec:
+  keyHash: ` + hash + `
+  keyPrefix: lgw_abcdefghij
+  models: [chat, chat]`,
+			want: `GatewayKey.llmgw.dev "dup" is invalid: spec.models[1]: Duplicate value: "chat"`}),
+		Entry("no models", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: GatewayKey
+metadata: {name: nomodels}
+spec:
+  keyHash: ` + hash + `
+  keyPrefix: lgw_abcdefghij
+  models: []`,
+			want: `GatewayKey.llmgw.dev "nomodels" is invalid: spec.models: Invalid value: 0: spec.models in body should have at least 1 items`}),
+		Entry("zero rate", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: GatewayKey
+metadata: {name: zerorate}
+spec:
+  keyHash: ` + hash + `
+  keyPrefix: lgw_abcdefghij
+  models: ["*"]
+  rateLimit: {requestsPerMinute: 0}`,
+			want: `GatewayKey.llmgw.dev "zerorate" is invalid: spec.rateLimit.requestsPerMinute: Invalid value: 0: spec.rateLimit.requestsPerMinute in body should be greater than or equal to 1`}),
+		Entry("expiresAt not a time", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: GatewayKey
+metadata: {name: when}
+spec:
+  keyHash: ` + hash + `
+  keyPrefix: lgw_abcdefghij
+  models: ["*"]
+  expiresAt: tomorrow`,
+			want: `GatewayKey.llmgw.dev "when" is invalid: [spec.expiresAt: Invalid value: "tomorrow": spec.expiresAt in body must be of type date-time: "tomorrow", <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]`}),
+	)
+
+	It("reads, updates and deletes each kind, validating updates too", func() {
+		apply(k8sClient, `
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: crud}
+spec: {protocol: openai, url: "https://api.example.com/v1"}
+---
+apiVersion: llmgw.dev/v1alpha1
+kind: ModelAlias
+metadata: {name: crud}
+spec:
+  primary: {provider: alpha, model: a}
+  fallbacks: [{provider: beta, model: b}, {provider: alpha, model: a2}]
+  maxFallbacks: 2`, ns)
+		apply(k8sClient, `
+apiVersion: llmgw.dev/v1alpha1
+kind: GatewayKey
+metadata: {name: crud}
+spec:
+  keyHash: `+hash+`
+  keyPrefix: lgw_crud000000
+  models: ["*"]`, ns)
+		apply(k8sClient, `
+apiVersion: llmgw.dev/v1alpha1
+kind: GatewayKey
+metadata: {name: crud}
+spec:
+  keyHash: `+hash+`
+  keyPrefix: lgw_crud000000
+  models: [chat]
+  disabled: true`, ns)
+		var gk v1alpha1.GatewayKey
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "crud"}, &gk)).To(Succeed())
+		Expect(gk.Spec.Models).To(Equal([]string{"chat"}))
+		Expect(gk.Spec.Disabled).To(BeTrue())
+		Expect(gk.Generation).To(Equal(int64(2)))
+
+		gk.Spec.KeyHash = "lgw_crud000000_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmn"
+		err := k8sClient.Update(suiteCtx, &gk)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(Equal(`GatewayKey.llmgw.dev "crud" is invalid: spec.keyHash: Invalid value: keyHash must be the sha256: hash of the key, never the plaintext key`))
+
+		var pe v1alpha1.ProviderEndpoint
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "crud"}, &pe)).To(Succeed())
+		pe.Spec.Service = &v1alpha1.ServiceReference{Name: "x", Port: 80}
+		err = k8sClient.Update(suiteCtx, &pe)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(Equal(`ProviderEndpoint.llmgw.dev "crud" is invalid: spec: Invalid value: exactly one of url or service must be set`))
+		pe.Spec.URL = ""
+		Expect(k8sClient.Update(suiteCtx, &pe)).To(Succeed())
+
+		var ma v1alpha1.ModelAlias
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "crud"}, &ma)).To(Succeed())
+		Expect(ma.Spec.Fallbacks).To(HaveLen(2))
+		ma.Spec.Fallbacks = ma.Spec.Fallbacks[:1]
+		err = k8sClient.Update(suiteCtx, &ma)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(Equal(`ModelAlias.llmgw.dev "crud" is invalid: spec: Invalid value: maxFallbacks must not exceed the number of fallbacks`))
+
+		for _, o := range []client.Object{&gk, &pe, &ma} {
+			Expect(k8sClient.Delete(suiteCtx, o)).To(Succeed())
+			Expect(apierrors.IsNotFound(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(o), o))).To(BeTrue())
+		}
+	})
+
+	It("is listed under the llmgw category with short names", func() {
+		for _, r := range []struct{ plural, short string }{
+			{"providerendpoints", "pe"}, {"modelaliases", "ma"}, {"gatewaykeys", "gk"},
+		} {
+			var crd apiextensionsv1.CustomResourceDefinition
+			Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Name: r.plural + ".llmgw.dev"}, &crd)).To(Succeed())
+			Expect(crd.Spec.Names.Categories).To(Equal([]string{"llmgw"}))
+			Expect(crd.Spec.Names.ShortNames).To(Equal([]string{r.short}))
+			Expect(crd.Spec.Scope).To(Equal(apiextensionsv1.NamespaceScoped))
+		}
+	})
+})

@@ -1,0 +1,39 @@
+# Kubernetes tooling: the envtest control plane built from Go modules, code
+# generation for api/ (controller-gen), and the staleness check CI runs.
+# Included by the top Makefile (-include hack/*/*.mk); paths are relative to
+# the repo root.
+
+include $(CURDIR)/hack/versions.env
+
+# KUBEBUILDER_ASSETS for envtest suites: `make envtest` fills it, then e.g.
+#   KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./controllers/...
+ENVTEST_ASSETS ?= $(CURDIR)/bin/k8s/$(K8S_VERSION)
+K8S_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubeadm kubectl etcd
+CONTROLLER_GEN ?= $(GO) tool controller-gen
+
+.PHONY: envtest
+envtest: ## build kube-apiserver, etcd and kubectl from Go modules into $(ENVTEST_ASSETS) (cached)
+	ENVTEST_ASSETS=$(ENVTEST_ASSETS) hack/envtest.sh >/dev/null
+
+.PHONY: k8s-binaries
+k8s-binaries: ## build every Kubernetes binary + etcd (K8S_BINARIES=...) into bin/k8s/$(K8S_VERSION) (cached)
+	hack/k8s/build.sh $(CURDIR)/bin/k8s/$(K8S_VERSION) $(K8S_BINARIES)
+
+.PHONY: generate
+generate: ## deepcopy for api/ (controller-gen)
+	$(CONTROLLER_GEN) object paths=./api/...
+
+.PHONY: manifests
+manifests: ## CRDs into config/crd/bases and the controller Role into config/rbac (controller-gen)
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=llmgw-controller paths=./controllers/... output:rbac:artifacts:config=config/rbac
+
+# Paths controller-gen writes; verify-generated fails when they differ from
+# what is committed (or when generation leaves untracked files there).
+GENERATED_PATHS := api/v1alpha1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml
+
+.PHONY: verify-generated
+verify-generated: generate manifests ## fail if `make generate manifests` changes committed output
+	@git diff --exit-code -- $(GENERATED_PATHS) || { echo "generated files are stale: run 'make generate manifests' and commit"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- $(GENERATED_PATHS)); \
+	  if [ -n "$$untracked" ]; then echo "generated files not committed:"; echo "$$untracked"; exit 1; fi
