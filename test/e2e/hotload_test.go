@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -188,6 +189,7 @@ func TestCRToGatewayHotLoad(t *testing.T) {
 	disable := served("disabled key", func() bool { return chat(keyA, "chat-alpha") == 401 })
 	close(stop)
 	load.Wait()
+	kubectlGet(t, env)
 
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	p50, p95, max := lat[len(lat)/2], lat[len(lat)*95/100], lat[len(lat)-1]
@@ -198,5 +200,35 @@ func TestCRToGatewayHotLoad(t *testing.T) {
 	}
 	if max > time.Second || disable > time.Second {
 		t.Fatalf("hot-load latency above 1s: max %v, disable %v", max, disable)
+	}
+}
+
+// kubectlGet logs what an operator sees (`kubectl get llmgw`), with the
+// kubectl built next to the envtest binaries, as evidence for the docs.
+func kubectlGet(t *testing.T, env *envtest.Environment) {
+	t.Helper()
+	kubectl := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
+	if _, err := os.Stat(kubectl); err != nil {
+		t.Logf("no kubectl next to the envtest binaries: %v", err)
+		return
+	}
+	user, err := env.AddUser(envtest.User{Name: "e2e-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"get", "providerendpoints"}, {"get", "modelaliases"}, {"get", "gatewaykeys"}} {
+		out, err := exec.Command(kubectl, append(args, "-n", ns, "--kubeconfig", path)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+		t.Logf("kubectl %s -n %s\n%s", strings.Join(args, " "), ns, out)
 	}
 }
