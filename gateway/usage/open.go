@@ -61,6 +61,9 @@ type Ledger struct {
 	path      string
 	w         *sql.DB // exactly one connection, owned by the writer goroutine
 	r         *sql.DB // query_only pool; WAL lets it read while the writer writes
+	c         *sql.DB // one connection for background WAL checkpoints
+	ckStop    chan struct{}
+	ckDone    chan struct{}
 	stmts     writerStmts
 	unlock    func() error
 	recovered int
@@ -123,6 +126,10 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 			// fsync per commit would cap us at the disk's flush rate.
 			"synchronous(NORMAL)",
 			"journal_size_limit(67108864)",
+			// No checkpoint inside a commit a request is waiting for: its
+			// fsyncs set the tail latency. The checkpointer goroutine does
+			// it in the background instead (see checkpoint.go).
+			"wal_autocheckpoint(0)",
 		},
 		// Every write transaction takes the write lock up front, so it can
 		// never fail halfway with SQLITE_BUSY on lock upgrade.
@@ -163,6 +170,10 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 	l.r.SetMaxIdleConns(4)
 	if err = l.r.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("usage: open reader: %w", err)
+	}
+
+	if err = l.startCheckpointer(ctx, abs, busy); err != nil {
+		return nil, err
 	}
 
 	l.q = make(chan *op, opts.QueueSize)
@@ -207,6 +218,7 @@ func (l *Ledger) Close() error {
 		close(l.q)
 		l.mu.Unlock()
 		<-l.writerDone
+		l.stopCheckpointer()
 		l.closeErr = l.closeDBs()
 	})
 	return l.closeErr
@@ -215,6 +227,9 @@ func (l *Ledger) Close() error {
 func (l *Ledger) closeDBs() error {
 	var errs []error
 	errs = append(errs, l.stmts.close())
+	if l.c != nil {
+		errs = append(errs, l.c.Close())
+	}
 	if l.r != nil {
 		errs = append(errs, l.r.Close())
 	}
