@@ -8,37 +8,16 @@
 // only at whitespace boundaries counts the same in pieces as in one string.
 package tokens
 
-import (
-	"unicode"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // asciiSpace mirrors the table strings.Fields uses, so Count(s) == len(strings.Fields(s)).
 var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // Count returns len(strings.Fields(s)) without allocating; it runs on every relayed chunk.
 func Count(s string) int {
-	n := 0
-	inWord := false
-	// Index bytes rather than range over runes: ASCII, the common case, then skips
-	// the decoder entirely.
-	for i := 0; i < len(s); {
-		c := s[i]
-		var space bool
-		if c < utf8.RuneSelf {
-			space = asciiSpace[c]
-			i++
-		} else {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			space = unicode.IsSpace(r)
-			i += size
-		}
-		if !space && !inWord {
-			n++
-		}
-		inWord = !space
-	}
-	return n
+	var c Counter // on the stack: still no allocation
+	c.Add(s)
+	return c.N()
 }
 
 // CountMessages is the input-token rule for a chat request: the sum of Count over
