@@ -91,6 +91,12 @@ func (x *exchange) openStream(ctx context.Context, rt snapshot.Route) (*streamAt
 		}
 	}
 	stopTimers()
+	if actx.Err() != nil {
+		// A timer fired as the first content arrived: the attempt is over by
+		// its own deadline, and nothing has been sent yet.
+		_ = st.Close()
+		return failed(context.Cause(actx))
+	}
 	return sa, nil
 }
 
