@@ -8,12 +8,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,18 +23,14 @@ import (
 	"github.com/llmgw/llmgw/gateway/kube"
 	"github.com/llmgw/llmgw/gateway/snapshot"
 	"github.com/llmgw/llmgw/mockproviders"
+	"github.com/llmgw/llmgw/test/testutil"
 )
 
 // startEnvtest runs a real kube-apiserver + etcd built from source
 // (make envtest). Without them the test is skipped locally and fails in CI.
 func startEnvtest(t *testing.T) *envtest.Environment {
 	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		if os.Getenv("LLMGW_REQUIRE_ENVTEST") != "" || os.Getenv("CI") != "" {
-			t.Fatal("KUBEBUILDER_ASSETS is not set; run through make test (it builds envtest)")
-		}
-		t.Skip("KUBEBUILDER_ASSETS not set; run `make envtest` and use `make test`")
-	}
+	testutil.RequireEnvtest(t)
 	env := &envtest.Environment{}
 	if _, err := env.Start(); err != nil {
 		t.Fatalf("envtest: %v", err)
@@ -116,28 +109,10 @@ func TestKubernetesHotLoad(t *testing.T) {
 		}
 	}()
 	base := "http://" + <-addrc
-	chat := func(key, model string) int {
-		req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions",
-			strings.NewReader(`{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`))
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return -1
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	chat := func(key, model string) int { return testutil.ChatStatus(base, key, model) }
 	waitServed := func(what string, cond func() bool) time.Duration {
 		t.Helper()
-		start := time.Now()
-		for !cond() {
-			if time.Since(start) > 10*time.Second {
-				t.Fatalf("%s: not served within 10s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		return time.Since(start)
+		return testutil.WaitServed(t, what, 10*time.Second, cond)
 	}
 	waitServed("first snapshot", func() bool { return chat(keyA, "chat-alpha") == 200 })
 
@@ -158,27 +133,7 @@ func TestKubernetesHotLoad(t *testing.T) {
 	waitServed("rotated credential", func() bool { return chat(keyA, "chat-beta") == 200 })
 
 	// Steady load with key B through every reload below.
-	var loadOK, loadFail atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := 0; i < 4; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if c := chat(keyB, "chat-alpha"); c == 200 {
-					loadOK.Add(1)
-				} else {
-					loadFail.Add(1)
-				}
-			}
-		}()
-	}
+	load := testutil.StartLoad(4, func() bool { return chat(keyB, "chat-alpha") == 200 })
 
 	// A new alias.
 	snap.Aliases = append(snap.Aliases, snapshot.Alias{Name: "chat-new", Primary: snapshot.Route{Provider: "beta", Model: "beta-new"}})
@@ -239,14 +194,13 @@ func TestKubernetesHotLoad(t *testing.T) {
 		putSnapshot(t, cs, ns, encode(t, snap))
 		lat = append(lat, waitServed(fmt.Sprintf("toggle %d", i), func() bool { return chat(keyA, "chat-alpha") == want }))
 	}
-	close(stop)
-	wg.Wait()
-	if loadFail.Load() != 0 || loadOK.Load() == 0 {
-		t.Fatalf("steady load across reloads: %d ok, %d failed", loadOK.Load(), loadFail.Load())
+	loadOK, loadFail := load.Stop()
+	if loadFail != 0 || loadOK == 0 {
+		t.Fatalf("steady load across reloads: %d ok, %d failed", loadOK, loadFail)
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	p50, p99 := lat[len(lat)/2], lat[len(lat)-1]
-	t.Logf("ConfigMap update → served: p50 %v, max(p99 of 20) %v; steady load %d requests, 0 failed", p50, p99, loadOK.Load())
+	t.Logf("ConfigMap update → served: p50 %v, max(p99 of 20) %v; steady load %d requests, 0 failed", p50, p99, loadOK)
 	if p99 > time.Second {
 		t.Fatalf("hot-load latency p99 %v exceeds 1s", p99)
 	}

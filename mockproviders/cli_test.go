@@ -10,33 +10,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/llmgw/llmgw/test/testutil"
 )
-
-// syncBuffer lets the test read logs while the server goroutine writes them.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func noEnv(string) string { return "" }
 
 func TestMainHelp(t *testing.T) {
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	err := run(t.Context(), []string{"--help"}, &out, noEnv, nil)
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("err %v, want flag.ErrHelp", err)
@@ -107,7 +90,7 @@ func TestMainServesWithKeyFromEnv(t *testing.T) {
 	const key = "provider-key-from-file"
 	path := filepath.Join(t.TempDir(), "key")
 	os.WriteFile(path, []byte("  "+key+"\n"), 0o600)
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	env := func(k string) string {
 		if k == KeyFileEnv {
 			return path

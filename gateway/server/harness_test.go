@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/llmgw/llmgw/gateway/snapshot"
 	"github.com/llmgw/llmgw/gateway/usage"
 	"github.com/llmgw/llmgw/mockproviders"
+	"github.com/llmgw/llmgw/test/testutil"
 )
 
 // Upstream credentials the gateway injects; they must never reach a caller,
@@ -40,24 +39,7 @@ type harness struct {
 	snap   *snapshot.Snapshot
 	keyA   string // chat-alpha, chat-beta, chat-restricted
 	keyB   string // chat-alpha, chat-beta
-	logs   *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs   *testutil.SyncBuffer
 }
 
 type staticCreds map[string]string
@@ -68,7 +50,7 @@ func (c staticCreds) Resolve(_ context.Context, provider string, _ snapshot.Cred
 
 func newHarness(t *testing.T, mutate ...func(*snapshot.Snapshot)) *harness {
 	t.Helper()
-	h := &harness{t: t, logs: &syncBuffer{}}
+	h := &harness{t: t, logs: &testutil.SyncBuffer{}}
 	h.alpha = mockServer(t, mockproviders.Alpha, alphaSecret)
 	h.beta = mockServer(t, mockproviders.Beta, betaSecret)
 	var err error

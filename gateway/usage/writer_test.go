@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/llmgw/llmgw/test/testutil"
 )
 
 // sameRecord compares records field by field, times by instant.
@@ -108,7 +110,7 @@ func TestBeginDefaultsCreatedAtAndIgnoresFinalFields(t *testing.T) {
 }
 
 func TestFinishExactlyOnce(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	l := openTest(t, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	ctx := ctxT(t)
 	id := NewRequestID()

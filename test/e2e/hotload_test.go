@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -15,7 +14,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,18 +28,14 @@ import (
 	"github.com/llmgw/llmgw/gateway"
 	"github.com/llmgw/llmgw/gateway/keys/keyformat"
 	"github.com/llmgw/llmgw/mockproviders"
+	"github.com/llmgw/llmgw/test/testutil"
 )
 
 const ns = "llmgw-system"
 
 func startEnv(t *testing.T) (*envtest.Environment, client.Client) {
 	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		if os.Getenv("LLMGW_REQUIRE_ENVTEST") != "" || os.Getenv("CI") != "" {
-			t.Fatal("KUBEBUILDER_ASSETS is not set; run through make test (it builds envtest)")
-		}
-		t.Skip("KUBEBUILDER_ASSETS not set; run `make envtest` and use `make test`")
-	}
+	testutil.RequireEnvtest(t)
 	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true}
 	cfg, err := env.Start()
@@ -124,52 +118,14 @@ func TestCRToGatewayHotLoad(t *testing.T) {
 		}
 	}()
 	base := "http://" + <-addrc
-	chat := func(key, model string) int {
-		req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions",
-			strings.NewReader(`{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`))
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return -1
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	chat := func(key, model string) int { return testutil.ChatStatus(base, key, model) }
 	served := func(what string, cond func() bool) time.Duration {
 		t.Helper()
-		start := time.Now()
-		for !cond() {
-			if time.Since(start) > 15*time.Second {
-				t.Fatalf("%s: not served within 15s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		return time.Since(start)
+		return testutil.WaitServed(t, what, 15*time.Second, cond)
 	}
 	served("initial CRs", func() bool { return chat(keyA, "chat-alpha") == 200 })
 
-	var ok, failed atomic.Int64
-	stop := make(chan struct{})
-	var load sync.WaitGroup
-	for i := 0; i < 4; i++ {
-		load.Add(1)
-		go func() {
-			defer load.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if chat(keyB, "chat-alpha") == 200 {
-					ok.Add(1)
-				} else {
-					failed.Add(1)
-				}
-			}
-		}()
-	}
+	load := testutil.StartLoad(4, func() bool { return chat(keyB, "chat-alpha") == 200 })
 
 	var lat []time.Duration
 	for i := 0; i < 20; i++ {
@@ -187,16 +143,15 @@ func TestCRToGatewayHotLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	disable := served("disabled key", func() bool { return chat(keyA, "chat-alpha") == 401 })
-	close(stop)
-	load.Wait()
+	ok, failed := load.Stop()
 	kubectlGet(t, env)
 
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	p50, p95, max := lat[len(lat)/2], lat[len(lat)*95/100], lat[len(lat)-1]
 	t.Logf("CR create → served by the gateway (20 aliases): p50 %v, p95 %v, max %v; key disable → 401 in %v; steady load: %d ok, %d failed",
-		p50.Round(time.Millisecond), p95.Round(time.Millisecond), max.Round(time.Millisecond), disable.Round(time.Millisecond), ok.Load(), failed.Load())
-	if failed.Load() != 0 || ok.Load() == 0 {
-		t.Fatalf("steady load across reloads: %d ok, %d failed", ok.Load(), failed.Load())
+		p50.Round(time.Millisecond), p95.Round(time.Millisecond), max.Round(time.Millisecond), disable.Round(time.Millisecond), ok, failed)
+	if failed != 0 || ok == 0 {
+		t.Fatalf("steady load across reloads: %d ok, %d failed", ok, failed)
 	}
 	if max > time.Second || disable > time.Second {
 		t.Fatalf("hot-load latency above 1s: max %v, disable %v", max, disable)
