@@ -14,6 +14,7 @@ import (
 	"github.com/llmgw/llmgw/controllers"
 	"github.com/llmgw/llmgw/gateway"
 	"github.com/llmgw/llmgw/gateway/keys"
+	"github.com/llmgw/llmgw/gateway/localstack"
 	"github.com/llmgw/llmgw/mockproviders"
 )
 
@@ -26,7 +27,7 @@ type command struct {
 // commands is the whole CLI surface; each component owns its flag parsing.
 var commands = []command{
 	{"gateway", "run the gateway data plane from a snapshot file (standalone mode)", gateway.Main},
-	{"up", "start the local stack: both mock providers and the gateway on loopback", gateway.UpMain},
+	{"up", "start the local stack: both mock providers and the gateway on loopback", localstack.UpMain},
 	{"keys", "create gateway keys (prints the plaintext once, stores only the hash)", keys.Main},
 	{"controller", "run the Kubernetes controller: compile llmgw.dev resources into the snapshot ConfigMap", controllers.Main},
 	{"mockprovider", "run a mock model provider (alpha: OpenAI protocol, beta: Anthropic-Messages style)", mockproviders.Main},

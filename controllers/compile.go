@@ -11,9 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/llmgw/llmgw/api/keyformat"
+	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
-	"github.com/llmgw/llmgw/gateway/keys/keyformat"
-	"github.com/llmgw/llmgw/gateway/snapshot"
 )
 
 // Inputs is everything Compile looks at. It is plain data so that the whole

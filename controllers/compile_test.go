@@ -16,8 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
-	"github.com/llmgw/llmgw/gateway/snapshot"
 )
 
 var update = flag.Bool("update", false, "rewrite controllers/testdata golden files")

@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
-	"github.com/llmgw/llmgw/gateway/snapshot"
 )
 
 var nsCounter atomic.Int32
@@ -43,10 +43,10 @@ func samplesYAML() string {
 // published reads and parses the snapshot ConfigMap (empty, Version "", if absent).
 func published(ns string) *snapshot.Snapshot {
 	var cm corev1.ConfigMap
-	if err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: DefaultConfigMapName}, &cm); err != nil {
+	if err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: snapshot.DefaultConfigMapName}, &cm); err != nil {
 		return &snapshot.Snapshot{}
 	}
-	s, err := snapshot.Parse([]byte(cm.Data[SnapshotKey]))
+	s, err := snapshot.Parse([]byte(cm.Data[snapshot.ConfigMapKey]))
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "the published snapshot must parse strictly")
 	ExpectWithOffset(1, cm.Annotations[VersionAnnotation]).To(Equal(s.Version))
 	return s
@@ -134,7 +134,7 @@ var _ = Describe("snapshot controller", func() {
 		Expect(gk.Status.Fingerprint).To(MatchRegexp(`^[0-9a-f]{12}$`))
 
 		var cm corev1.ConfigMap
-		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: DefaultConfigMapName}, &cm)).To(Succeed())
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: snapshot.DefaultConfigMapName}, &cm)).To(Succeed())
 		Expect(cm.Labels).To(HaveKeyWithValue(ManagedByLabel, ManagedByValue))
 		Expect(cm.Labels).To(HaveKeyWithValue(ComponentLabel, ComponentValue))
 		Expect(cm.ManagedFields).To(ContainElement(HaveField("Manager", FieldOwner)))
@@ -278,9 +278,9 @@ spec: {primary: {provider: vendor, model: big}}`, ns)
 		Eventually(providerReady(ns, "vendor"), eventually).Should(Equal("True/Compiled"))
 		Eventually(aliasReady(ns, "chat"), eventually).Should(Equal("True/Compiled"))
 		var cm corev1.ConfigMap
-		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: DefaultConfigMapName}, &cm)).To(Succeed())
-		Expect(cm.Data[SnapshotKey]).To(ContainSubstring(`"secretName": "vendor-key"`))
-		Expect(cm.Data[SnapshotKey]).NotTo(ContainSubstring("sk-test-value"))
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: snapshot.DefaultConfigMapName}, &cm)).To(Succeed())
+		Expect(cm.Data[snapshot.ConfigMapKey]).To(ContainSubstring(`"secretName": "vendor-key"`))
+		Expect(cm.Data[snapshot.ConfigMapKey]).NotTo(ContainSubstring("sk-test-value"))
 
 		Expect(k8sClient.Delete(suiteCtx, secret)).To(Succeed())
 		Eventually(providerReady(ns, "vendor"), eventually).Should(Equal("False/SecretNotFound"))
@@ -358,13 +358,13 @@ spec:
 
 		By("someone edits the ConfigMap")
 		var cm corev1.ConfigMap
-		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: DefaultConfigMapName}, &cm)).To(Succeed())
-		cm.Data[SnapshotKey] = "{}"
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: snapshot.DefaultConfigMapName}, &cm)).To(Succeed())
+		cm.Data[snapshot.ConfigMapKey] = "{}"
 		Expect(k8sClient.Update(suiteCtx, &cm)).To(Succeed())
 		Eventually(func() string {
 			var cm corev1.ConfigMap
-			_ = k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: DefaultConfigMapName}, &cm)
-			return cm.Annotations[VersionAnnotation] + " " + fmt.Sprint(strings.HasPrefix(cm.Data[SnapshotKey], "{\n"))
+			_ = k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: snapshot.DefaultConfigMapName}, &cm)
+			return cm.Annotations[VersionAnnotation] + " " + fmt.Sprint(strings.HasPrefix(cm.Data[snapshot.ConfigMapKey], "{\n"))
 		}, eventually).Should(Equal(version + " true"))
 		Eventually(func() string { return published(ns).Version }, eventually).Should(Equal(version))
 
@@ -383,7 +383,7 @@ spec:
 
 		// Count writes as the API server sees them: watch the one ConfigMap.
 		w, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps(ns).Watch(suiteCtx, metav1.ListOptions{
-			FieldSelector: fields.OneTermEqualSelector("metadata.name", DefaultConfigMapName).String(),
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", snapshot.DefaultConfigMapName).String(),
 		})
 		Expect(err).NotTo(HaveOccurred())
 		defer w.Stop()

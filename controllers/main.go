@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
 )
 
@@ -52,7 +53,7 @@ func Main(ctx context.Context, args []string) error {
 	o := Options{}
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig `file` (default: in-cluster, or $KUBECONFIG)")
 	fs.StringVar(&o.Namespace, "namespace", envOr("POD_NAMESPACE", "llmgw-system"), "`namespace` whose objects are compiled and where the snapshot ConfigMap lives ($POD_NAMESPACE when set)")
-	fs.StringVar(&o.ConfigMapName, "configmap", DefaultConfigMapName, "`name` of the snapshot ConfigMap")
+	fs.StringVar(&o.ConfigMapName, "configmap", snapshot.DefaultConfigMapName, "`name` of the snapshot ConfigMap")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "hold a Lease so that only one replica writes")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", DefaultLeaderElectionID, "`name` of the leader-election Lease")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "`address` of the Prometheus /metrics endpoint (0 disables)")
@@ -123,7 +124,7 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, *Re
 		return nil, nil, errors.New("a namespace is required")
 	}
 	if o.ConfigMapName == "" {
-		o.ConfigMapName = DefaultConfigMapName
+		o.ConfigMapName = snapshot.DefaultConfigMapName
 	}
 	if o.LeaderElectionID == "" {
 		o.LeaderElectionID = DefaultLeaderElectionID

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
 )
 
@@ -154,7 +155,7 @@ stringData: {apiKey: sk-test}`, rbacNS)
 		}, eventually).Should(ContainElement("LeaderElection"))
 
 		By("repairing a deleted ConfigMap (create) and an edited one (update)")
-		Expect(k8sClient.Delete(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: DefaultConfigMapName}})).To(Succeed())
+		Expect(k8sClient.Delete(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: snapshot.DefaultConfigMapName}})).To(Succeed())
 		Eventually(func() bool { return published(rbacNS).Version != "" }, eventually).Should(BeTrue())
 
 		Expect(errs.matching("forbidden")).To(BeEmpty())
@@ -168,7 +169,7 @@ stringData: {apiKey: sk-test}`, rbacNS)
 			"list all ConfigMaps":         c.List(ctx, &corev1.ConfigMapList{}, in),
 			"get another ConfigMap":       c.Get(ctx, client.ObjectKey{Namespace: rbacNS, Name: "unrelated"}, &corev1.ConfigMap{}),
 			"update another ConfigMap":    c.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "unrelated"}}),
-			"delete the snapshot":         c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: DefaultConfigMapName}}),
+			"delete the snapshot":         c.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: snapshot.DefaultConfigMapName}}),
 			"get a Secret":                c.Get(ctx, client.ObjectKey{Namespace: rbacNS, Name: "vendor-key"}, &corev1.Secret{}),
 			"create a Secret":             c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "x"}}),
 			"update a CR spec":            c.Update(ctx, &v1alpha1.GatewayKey{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "team-a"}}),
@@ -178,7 +179,7 @@ stringData: {apiKey: sk-test}`, rbacNS)
 			"list CRs cluster-wide":       c.List(ctx, &v1alpha1.ModelAliasList{}),
 			"list Pods":                   c.List(ctx, &corev1.PodList{}, in),
 			"update another Lease":        c.Update(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "other"}}),
-			"create a snapshot elsewhere": c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Name: DefaultConfigMapName}}),
+			"create a snapshot elsewhere": c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Name: snapshot.DefaultConfigMapName}}),
 		}
 		for what, err := range denied {
 			Expect(forbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", what, err)
@@ -192,7 +193,7 @@ stringData: {apiKey: sk-test}`, rbacNS)
 
 		By("an informer restricted to the snapshot ConfigMap, as the gateway runs it")
 		lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", rbacNS,
-			fields.OneTermEqualSelector("metadata.name", DefaultConfigMapName))
+			fields.OneTermEqualSelector("metadata.name", snapshot.DefaultConfigMapName))
 		got := make(chan string, 10)
 		inf := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
 		_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
@@ -204,7 +205,7 @@ stringData: {apiKey: sk-test}`, rbacNS)
 		go inf.Run(ctx.Done())
 		Eventually(got, eventually).Should(Receive(HavePrefix("sha256:")))
 
-		_, err = cs.CoreV1().ConfigMaps(rbacNS).Get(suiteCtx, DefaultConfigMapName, metav1.GetOptions{})
+		_, err = cs.CoreV1().ConfigMaps(rbacNS).Get(suiteCtx, snapshot.DefaultConfigMapName, metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		_, err = cs.CoreV1().Secrets(rbacNS).Get(suiteCtx, "vendor-key", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
@@ -218,7 +219,7 @@ stringData: {apiKey: sk-test}`, rbacNS)
 			"list all ConfigMaps":    c.List(suiteCtx, &corev1.ConfigMapList{}, in),
 			"watch all ConfigMaps":   watchErr,
 			"get another ConfigMap":  c.Get(suiteCtx, client.ObjectKey{Namespace: rbacNS, Name: "unrelated"}, &corev1.ConfigMap{}),
-			"update the snapshot":    c.Update(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: DefaultConfigMapName}}),
+			"update the snapshot":    c.Update(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: snapshot.DefaultConfigMapName}}),
 			"create a ConfigMap":     c.Create(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "x"}}),
 			"update a Secret":        c.Update(suiteCtx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "vendor-key"}}),
 			"list ModelAliases":      c.List(suiteCtx, &v1alpha1.ModelAliasList{}, in),

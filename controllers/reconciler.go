@@ -27,14 +27,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
-	"github.com/llmgw/llmgw/gateway/snapshot"
 )
 
-// The snapshot ConfigMap contract shared with the gateway (`llmgw gateway --kubernetes`).
+// The ConfigMap's name and data key are the contract in package snapshot.
 const (
-	DefaultConfigMapName = "llmgw-snapshot"
-	SnapshotKey          = "snapshot.json"
 	// VersionAnnotation repeats the snapshot version so that "did it change"
 	// needs no JSON parsing and `kubectl get -o yaml` shows it at a glance.
 	VersionAnnotation = "llmgw.dev/snapshot-version"
@@ -243,7 +241,7 @@ func (r *Reconciler) inputs(ctx context.Context) (Inputs, error) {
 }
 
 func (r *Reconciler) publish(ctx context.Context, log logr.Logger, version string, body []byte) error {
-	want := map[string]string{SnapshotKey: string(body)}
+	want := map[string]string{snapshot.ConfigMapKey: string(body)}
 	var cm corev1.ConfigMap
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.ConfigMapName}, &cm)
 	switch {

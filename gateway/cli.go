@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/gateway/source"
 )
 
 // Main is `llmgw gateway`.
@@ -15,15 +18,16 @@ func Main(ctx context.Context, args []string) error {
 	cfg := Config{}
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "data-plane listen address (OpenAI-compatible API, /health)")
 	fs.StringVar(&cfg.MgmtAddr, "mgmt-addr", "127.0.0.1:9090", "management listen address serving /metrics; empty disables it")
-	fs.StringVar(&cfg.SnapshotFile, "snapshot", "", "config snapshot file (JSON); reloaded when it changes (required)")
-	fs.DurationVar(&cfg.ReloadInterval, "reload-interval", time.Second, "how often to check the snapshot file for changes")
+	file := source.File{}
+	fs.StringVar(&file.Path, "snapshot", "", "config snapshot file (JSON); reloaded when it changes (required)")
+	fs.DurationVar(&file.Interval, "reload-interval", time.Second, "how often to check the snapshot file for changes")
 	fs.StringVar(&cfg.DBPath, "db", "llmgw-usage.db", "SQLite usage ledger file (created if missing)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests and streams may finish")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	kubeMode := fs.Bool("kubernetes", false, "read the snapshot from a ConfigMap through the Kubernetes API (hot reload) instead of --snapshot")
-	ks := &KubeSource{}
+	ks := source.KubeConfig{}
 	fs.StringVar(&ks.Namespace, "namespace", envOr("POD_NAMESPACE", "llmgw-system"), "with --kubernetes: namespace of the snapshot ConfigMap and provider Secrets (default $POD_NAMESPACE)")
-	fs.StringVar(&ks.ConfigMap, "configmap", "llmgw-snapshot", "with --kubernetes: name of the snapshot ConfigMap (data key snapshot.json)")
+	fs.StringVar(&ks.ConfigMap, "configmap", snapshot.DefaultConfigMapName, "with --kubernetes: name of the snapshot ConfigMap (data key "+snapshot.ConfigMapKey+")")
 	fs.DurationVar(&ks.CredentialRefresh, "credential-refresh", 30*time.Second, "with --kubernetes: how often provider credential Secrets are re-read (rotation without restart)")
 	fs.StringVar(&ks.Kubeconfig, "kubeconfig", "", "with --kubernetes: kubeconfig path (default $KUBECONFIG, ~/.kube/config, then in-cluster)")
 	fs.Usage = func() {
@@ -33,20 +37,25 @@ func Main(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	switch {
-	case *kubeMode && cfg.SnapshotFile != "":
-		return fmt.Errorf("--snapshot and --kubernetes are mutually exclusive")
-	case *kubeMode:
-		cfg.Kube = ks
-	case cfg.SnapshotFile == "":
-		fs.Usage()
-		return fmt.Errorf("--snapshot FILE or --kubernetes is required")
-	}
-	log, err := newLogger(*level)
+	log, err := NewLogger(*level)
 	if err != nil {
 		return err
 	}
 	cfg.Logger = log
+	switch {
+	case *kubeMode && file.Path != "":
+		return fmt.Errorf("--snapshot and --kubernetes are mutually exclusive")
+	case *kubeMode:
+		ks.Logger = log
+		if cfg.Source, err = source.NewKube(ks); err != nil {
+			return err
+		}
+	case file.Path == "":
+		fs.Usage()
+		return fmt.Errorf("--snapshot FILE or --kubernetes is required")
+	default:
+		cfg.Source = file
+	}
 	return Run(ctx, cfg)
 }
 
@@ -57,7 +66,8 @@ func envOr(name, def string) string {
 	return def
 }
 
-func newLogger(level string) (*slog.Logger, error) {
+// NewLogger is the JSON logger on stderr every llmgw process uses.
+func NewLogger(level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)

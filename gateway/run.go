@@ -1,5 +1,5 @@
-// Package gateway wires the data plane into the `llmgw gateway` and
-// `llmgw up` commands.
+// Package gateway wires the data plane (server), its snapshot source
+// (source) and its usage ledger (usage) into one process: `llmgw gateway`.
 package gateway
 
 import (
@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,117 +16,133 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/llmgw/llmgw/gateway/server"
-	"github.com/llmgw/llmgw/gateway/snapshot"
+	"github.com/llmgw/llmgw/gateway/source"
 	"github.com/llmgw/llmgw/gateway/usage"
 )
 
-// Config is one gateway process. Exactly one snapshot source is used: the
-// Kubernetes ConfigMap when Kube is set, else SnapshotFile.
+// Config is one gateway process.
 type Config struct {
-	Addr           string // data plane
-	MgmtAddr       string // metrics; "" disables
-	SnapshotFile   string
-	ReloadInterval time.Duration
-	Kube           *KubeSource
-	DBPath         string
-	DrainTimeout   time.Duration
-	Logger         *slog.Logger
-	// Ready, when set, receives the bound data-plane address once serving.
-	Ready func(addr string)
+	Addr     string // data plane
+	MgmtAddr string // metrics; "" disables
+	// Source is where snapshots come from: a source.File or a *source.Kube.
+	Source       source.Source
+	DBPath       string
+	DrainTimeout time.Duration
+	Logger       *slog.Logger
 }
 
-// Run serves until ctx is cancelled, then drains in-flight requests (streams
-// included) for up to DrainTimeout and closes the ledger after the last
-// record is written.
+// Gateway is a started gateway process: its ledger, its data plane and the
+// listeners serving it.
+type Gateway struct {
+	Server *server.Server
+	Ledger *usage.Ledger
+	Addr   string // bound data-plane address
+
+	cfg       Config
+	log       *slog.Logger
+	data      *http.Server
+	mgmt      *http.Server // nil when disabled
+	errc      chan error
+	stopWatch context.CancelFunc
+}
+
+// Run serves until ctx is cancelled, then drains (see Gateway.Wait).
 func Run(ctx context.Context, cfg Config) error {
+	g, err := Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	return g.Wait(ctx)
+}
+
+// Start opens the ledger, starts the snapshot source and binds the listeners.
+// The caller must call Wait, which owns the shutdown.
+func Start(ctx context.Context, cfg Config) (g *Gateway, err error) {
+	if cfg.Source == nil {
+		return nil, errors.New("gateway: no snapshot source")
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	ledger, err := usage.Open(ctx, cfg.DBPath, usage.Options{Logger: log})
+	g = &Gateway{cfg: cfg, log: log, errc: make(chan error, 2)}
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+	g.Ledger, err = usage.Open(ctx, cfg.DBPath, usage.Options{Logger: log})
 	if err != nil {
-		return fmt.Errorf("opening usage ledger: %w", err)
+		return nil, fmt.Errorf("opening usage ledger: %w", err)
 	}
-	defer ledger.Close()
-	if n := ledger.Recovered(); n > 0 {
+	undo = append(undo, func() { _ = g.Ledger.Close() })
+	if n := g.Ledger.Recovered(); n > 0 {
 		log.Warn("finalized requests left in progress by a previous run as interrupted", "count", n)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
-	var srv *server.Server
-	if cfg.Kube != nil {
-		srv, err = startKube(watchCtx, cfg.Kube, ledger, log, reg)
-	} else {
-		srv, err = startFile(watchCtx, cfg, ledger, log, reg)
-	}
+	var watchCtx context.Context
+	watchCtx, g.stopWatch = context.WithCancel(ctx)
+	undo = append(undo, g.stopWatch)
+	g.Server, err = server.New(server.Options{Ledger: g.Ledger, Logger: log, Metrics: server.NewMetrics(reg),
+		Credentials: cfg.Source.Credentials()})
 	if err != nil {
-		return err
+		return nil, err
+	}
+	if err := cfg.Source.Start(watchCtx, g.Server); err != nil {
+		return nil, err
 	}
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
-	hs := server.HTTPServer(cfg.Addr, srv.Handler())
-	errc := make(chan error, 2)
-	go func() { errc <- hs.Serve(ln) }()
-	var ms *http.Server
+	g.Addr = ln.Addr().String()
+	g.data = server.HTTPServer(cfg.Addr, g.Server.Handler())
 	if cfg.MgmtAddr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		ms = &http.Server{Addr: cfg.MgmtAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		mln, err := net.Listen("tcp", cfg.MgmtAddr)
 		if err != nil {
-			_ = hs.Close()
-			return fmt.Errorf("listening on %s: %w", cfg.MgmtAddr, err)
+			_ = ln.Close()
+			return nil, fmt.Errorf("listening on %s: %w", cfg.MgmtAddr, err)
 		}
-		go func() { errc <- ms.Serve(mln) }()
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		g.mgmt = &http.Server{Addr: cfg.MgmtAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { g.errc <- g.mgmt.Serve(mln) }()
 	}
-	log.Info("gateway serving", "addr", ln.Addr().String(), "mgmt_addr", cfg.MgmtAddr, "snapshot", srv.Version())
-	if cfg.Ready != nil {
-		cfg.Ready(ln.Addr().String())
-	}
+	go func() { g.errc <- g.data.Serve(ln) }()
+	log.Info("gateway serving", "addr", g.Addr, "mgmt_addr", cfg.MgmtAddr, "snapshot", g.Server.Version())
+	return g, nil
+}
+
+// Wait serves until ctx is cancelled, then drains in-flight requests (streams
+// included) for up to DrainTimeout and closes the ledger after the last
+// record is written.
+func (g *Gateway) Wait(ctx context.Context) error {
+	defer g.Ledger.Close()
+	defer g.stopWatch()
+	var serveErr error
 	select {
 	case <-ctx.Done():
-	case err := <-errc:
+	case err := <-g.errc:
 		if !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("serving: %w", err)
+			serveErr = fmt.Errorf("serving: %w", err)
 		}
 	}
-	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+	drainCtx, cancel := context.WithTimeout(context.Background(), g.cfg.DrainTimeout)
 	defer cancel()
-	log.Info("gateway draining", "timeout", cfg.DrainTimeout.String())
-	err = hs.Shutdown(drainCtx)
-	if ms != nil {
-		_ = ms.Shutdown(drainCtx)
+	g.log.Info("gateway draining", "timeout", g.cfg.DrainTimeout.String())
+	err := g.data.Shutdown(drainCtx)
+	if g.mgmt != nil {
+		_ = g.mgmt.Shutdown(drainCtx)
 	}
 	if err != nil {
 		// Streams still open after the drain window are cut; their handlers
 		// still finalize their records before the ledger closes.
-		_ = hs.Close()
+		_ = g.data.Close()
 	}
-	return nil
-}
-
-// startFile serves a snapshot file: it must be valid at start; later changes
-// are polled, and an invalid change keeps the running snapshot.
-func startFile(ctx context.Context, cfg Config, ledger *usage.Ledger, log *slog.Logger, reg *prometheus.Registry) (*server.Server, error) {
-	srv, err := server.New(server.Options{Ledger: ledger, Logger: log, Metrics: server.NewMetrics(reg),
-		Credentials: fileCredentials{baseDir: filepath.Dir(cfg.SnapshotFile)}})
-	if err != nil {
-		return nil, err
-	}
-	snap, err := snapshot.LoadFile(cfg.SnapshotFile)
-	if err != nil {
-		return nil, fmt.Errorf("loading snapshot: %w", err)
-	}
-	if err := srv.Apply(ctx, snap); err != nil {
-		return nil, fmt.Errorf("applying snapshot: %w", err)
-	}
-	go snapshot.WatchFile(ctx, cfg.SnapshotFile, cfg.ReloadInterval,
-		func(s *snapshot.Snapshot) { _ = srv.Apply(ctx, s) },
-		func(err error) { srv.ReportReloadError(err) })
-	return srv, nil
+	return serveErr
 }

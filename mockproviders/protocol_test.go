@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmgw/llmgw/gateway/tokens"
+	"github.com/llmgw/llmgw/api/tokens"
 )
 
 func keysOf(m map[string]json.RawMessage) []string {

@@ -6,7 +6,7 @@ import (
 	"hash/fnv"
 	"strings"
 
-	"github.com/llmgw/llmgw/gateway/tokens"
+	"github.com/llmgw/llmgw/api/tokens"
 )
 
 // words is the whole output vocabulary. Completions never reuse request text, so a

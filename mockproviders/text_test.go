@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmgw/llmgw/gateway/tokens"
+	"github.com/llmgw/llmgw/api/tokens"
 )
 
 func TestSplitPieces(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llmgw/llmgw/gateway/snapshot"
+	"github.com/llmgw/llmgw/api/snapshot"
 )
 
 // Main runs `llmgw keys <subcommand>`.

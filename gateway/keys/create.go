@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/llmgw/llmgw/gateway/snapshot"
+	"github.com/llmgw/llmgw/api/snapshot"
 )
 
 // CreateOptions describes a new key. Zero RPM/Burst take the snapshot defaults.

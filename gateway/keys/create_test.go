@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/gateway/snapshot"
+	"github.com/llmgw/llmgw/api/snapshot"
 )
 
 func TestCreate(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/llmgw/llmgw/gateway/snapshot"
+	"github.com/llmgw/llmgw/api/snapshot"
 )
 
 // GatewayKey resource identity; the CRD in api/v1alpha1 uses the same spec field

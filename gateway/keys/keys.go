@@ -6,7 +6,7 @@
 // the hash, the non-secret prefix, or the fingerprint.
 package keys
 
-import "github.com/llmgw/llmgw/gateway/keys/keyformat"
+import "github.com/llmgw/llmgw/api/keyformat"
 
 // The format lives in package keyformat so that package snapshot can validate
 // hashes without importing this package (which imports snapshot). These wrappers

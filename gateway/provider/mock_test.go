@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/gateway/tokens"
+	"github.com/llmgw/llmgw/api/tokens"
 	"github.com/llmgw/llmgw/mockproviders"
 )
 

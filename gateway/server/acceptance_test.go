@@ -14,8 +14,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/llmgw/llmgw/gateway/snapshot"
-	"github.com/llmgw/llmgw/gateway/tokens"
+	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/api/tokens"
 )
 
 // 1. /health leaks nothing; /v1/models lists only the key's aliases.

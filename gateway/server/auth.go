@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/llmgw/llmgw/gateway/keys/keyformat"
-	"github.com/llmgw/llmgw/gateway/snapshot"
+	"github.com/llmgw/llmgw/api/keyformat"
+	"github.com/llmgw/llmgw/api/snapshot"
 )
 
 // authenticate finds the caller's key: lookup by the non-secret prefix, then

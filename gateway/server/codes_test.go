@@ -6,8 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/gateway/server"
-	"github.com/llmgw/llmgw/gateway/snapshot"
 	"github.com/llmgw/llmgw/gateway/usage"
 )
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/gateway/keys/keyformat"
-	"github.com/llmgw/llmgw/gateway/snapshot"
+	"github.com/llmgw/llmgw/api/keyformat"
+	"github.com/llmgw/llmgw/api/snapshot"
 )
 
 // 9. Every outcome leaves exactly one final record; concurrent load leaves

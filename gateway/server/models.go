@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/llmgw/llmgw/gateway/snapshot"
+	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/gateway/usage"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmgw/llmgw/gateway/snapshot"
+	"github.com/llmgw/llmgw/api/snapshot"
 )
 
 func TestReloadValidThenInvalid(t *testing.T) {

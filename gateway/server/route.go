@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/api/tokens"
 	"github.com/llmgw/llmgw/gateway/provider"
-	"github.com/llmgw/llmgw/gateway/snapshot"
-	"github.com/llmgw/llmgw/gateway/tokens"
 	"github.com/llmgw/llmgw/gateway/usage"
 )
 

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/gateway/ratelimit"
-	"github.com/llmgw/llmgw/gateway/snapshot"
 	"github.com/llmgw/llmgw/gateway/usage"
 )
 

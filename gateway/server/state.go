@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/gateway/provider"
-	"github.com/llmgw/llmgw/gateway/snapshot"
 )
 
 // CredentialSource resolves a provider's credential reference to the secret

@@ -23,10 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/llmgw/llmgw/api/keyformat"
+	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
 	"github.com/llmgw/llmgw/controllers"
 	"github.com/llmgw/llmgw/gateway"
-	"github.com/llmgw/llmgw/gateway/keys/keyformat"
+	"github.com/llmgw/llmgw/gateway/source"
 	"github.com/llmgw/llmgw/mockproviders"
 	"github.com/llmgw/llmgw/test/testutil"
 )
@@ -107,17 +109,23 @@ func TestCRToGatewayHotLoad(t *testing.T) {
 			t.Errorf("controller: %v", err)
 		}
 	}()
-	addrc := make(chan string, 1)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	src, err := source.NewKube(source.KubeConfig{Namespace: ns, ConfigMap: snapshot.DefaultConfigMapName, RestConfig: env.Config, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.Start(runCtx, gateway.Config{Addr: "127.0.0.1:0", DBPath: filepath.Join(t.TempDir(), "usage.db"),
+		DrainTimeout: 2 * time.Second, Source: src, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() {
 		defer bg.Done()
-		err := gateway.Run(runCtx, gateway.Config{Addr: "127.0.0.1:0", DBPath: filepath.Join(t.TempDir(), "usage.db"),
-			DrainTimeout: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func(a string) { addrc <- a },
-			Kube: &gateway.KubeSource{Namespace: ns, ConfigMap: controllers.DefaultConfigMapName, RestConfig: env.Config}})
-		if err != nil {
+		if err := gw.Wait(runCtx); err != nil {
 			t.Errorf("gateway: %v", err)
 		}
 	}()
-	base := "http://" + <-addrc
+	base := "http://" + gw.Addr
 	chat := func(key, model string) int { return testutil.ChatStatus(base, key, model) }
 	served := func(what string, cond func() bool) time.Duration {
 		t.Helper()

@@ -11,9 +11,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/llmgw/llmgw/gateway/keys/keyformat"
+	"github.com/llmgw/llmgw/api/keyformat"
+	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/gateway/server"
-	"github.com/llmgw/llmgw/gateway/snapshot"
 	"github.com/llmgw/llmgw/gateway/usage"
 	"github.com/llmgw/llmgw/mockproviders"
 )

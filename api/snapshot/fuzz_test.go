@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/llmgw/llmgw/gateway/keys/keyformat"
+	"github.com/llmgw/llmgw/api/keyformat"
 )
 
 // FuzzParse: Parse never panics, never quotes a plaintext key in an error, and

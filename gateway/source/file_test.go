@@ -1,4 +1,4 @@
-package snapshot
+package source
 
 import (
 	"context"
@@ -8,11 +8,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/llmgw/llmgw/api/snapshot"
 )
 
 type watchLog struct {
 	mu      sync.Mutex
-	changes []*Snapshot
+	changes []*snapshot.Snapshot
 	errs    []error
 	events  chan struct{}
 }
@@ -25,7 +27,7 @@ func startWatch(t *testing.T, path string) *watchLog {
 	go func() {
 		defer close(done)
 		WatchFile(ctx, path, 5*time.Millisecond,
-			func(s *Snapshot) {
+			func(s *snapshot.Snapshot) {
 				w.mu.Lock()
 				w.changes = append(w.changes, s)
 				w.mu.Unlock()
@@ -48,7 +50,7 @@ func (w *watchLog) wait(t *testing.T) {
 	}
 }
 
-func (w *watchLog) settle(t *testing.T) (changes []*Snapshot, errs []error) {
+func (w *watchLog) settle(t *testing.T) (changes []*snapshot.Snapshot, errs []error) {
 	t.Helper()
 	select {
 	case <-w.events:
@@ -59,12 +61,12 @@ func (w *watchLog) settle(t *testing.T) (changes []*Snapshot, errs []error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]*Snapshot(nil), w.changes...), append([]error(nil), w.errs...)
+	return append([]*snapshot.Snapshot(nil), w.changes...), append([]error(nil), w.errs...)
 }
 
-func writeSnapshot(t *testing.T, path string, s *Snapshot) string {
+func writeSnapshot(t *testing.T, path string, s *snapshot.Snapshot) string {
 	t.Helper()
-	if err := WriteFile(path, s); err != nil {
+	if err := snapshot.WriteFile(path, s); err != nil {
 		t.Fatal(err)
 	}
 	return s.Version
@@ -103,7 +105,7 @@ func TestWatchFile(t *testing.T) {
 
 	// The running content put back after a reported error is delivered again
 	// (same version), so the consumer can clear the error it reported.
-	b, _ := Encode(s2.Clone())
+	b, _ := snapshot.Encode(s2.Clone())
 	compact := strings.Join(strings.Fields(string(b)), "")
 	os.WriteFile(path, []byte(compact), 0o644)
 	w.wait(t)
@@ -112,11 +114,20 @@ func TestWatchFile(t *testing.T) {
 		t.Fatalf("re-formatted v2 after an error: %d changes, %d errors", len(changes), len(errs))
 	}
 
-	// The same content again, with no error in between: nothing to deliver.
-	os.WriteFile(path, b, 0o644)
+	// The same bytes again, with no error in between: nothing to deliver.
+	os.WriteFile(path, []byte(compact), 0o644)
 	changes, errs = w.settle(t)
 	if len(changes) != 3 || len(errs) != 1 {
-		t.Fatalf("same version again: %d changes, %d errors", len(changes), len(errs))
+		t.Fatalf("same content again: %d changes, %d errors", len(changes), len(errs))
+	}
+
+	// Other bytes of the same version are delivered: whether that is a new
+	// version is the sink's one rule (server.Apply), not the watcher's.
+	os.WriteFile(path, b, 0o644)
+	w.wait(t)
+	changes, errs = w.settle(t)
+	if len(changes) != 4 || changes[3].Version != v2 || len(errs) != 1 {
+		t.Fatalf("same version, other bytes: %d changes, %d errors", len(changes), len(errs))
 	}
 
 	// New valid content is delivered again.
@@ -124,7 +135,7 @@ func TestWatchFile(t *testing.T) {
 	s3.Limits.MaxMessages = 3
 	v3 := writeSnapshot(t, path, s3)
 	w.wait(t)
-	if changes, _ = w.settle(t); len(changes) != 4 || changes[3].Version != v3 {
+	if changes, _ = w.settle(t); len(changes) != 5 || changes[4].Version != v3 {
 		t.Fatalf("after recovery: %d changes", len(changes))
 	}
 }
@@ -155,12 +166,12 @@ func TestWatchFileRecoversAfterInvalidAndMissing(t *testing.T) {
 // persists to the next poll is reported.
 func TestWatchIgnoresTransientPartialWrite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "snapshot.json")
-	full, err := Encode(validSnapshot())
+	full, err := snapshot.Encode(validSnapshot())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var changes, errs int
-	w := watcher{path: path, onChange: func(*Snapshot) { changes++ }, onError: func(error) { errs++ }}
+	w := watcher{path: path, onChange: func(*snapshot.Snapshot) { changes++ }, onError: func(error) { errs++ }}
 	os.WriteFile(path, full[:len(full)/2], 0o644)
 	w.poll()
 	os.WriteFile(path, full, 0o644)

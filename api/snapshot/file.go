@@ -13,7 +13,7 @@ const MaxFileBytes = 16 << 20
 
 // LoadFile reads and parses a snapshot file (see Parse).
 func LoadFile(path string) (*Snapshot, error) {
-	data, err := readFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -24,7 +24,8 @@ func LoadFile(path string) (*Snapshot, error) {
 	return s, nil
 }
 
-func readFile(path string) ([]byte, error) {
+// ReadFile reads a snapshot file within MaxFileBytes without parsing it.
+func ReadFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmgw/llmgw/gateway/keys/keyformat"
+	"github.com/llmgw/llmgw/api/keyformat"
 )
 
 const minimal = `{"providers":[{"name":"p","protocol":"openai","baseURL":"http://p"}],

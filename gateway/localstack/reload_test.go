@@ -1,4 +1,4 @@
-package gateway
+package localstack
 
 import (
 	"context"
@@ -6,57 +6,31 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/gateway/keys/keyformat"
-	"github.com/llmgw/llmgw/gateway/snapshot"
-	"github.com/llmgw/llmgw/mockproviders"
+	"github.com/llmgw/llmgw/api/snapshot"
 )
 
 // Standalone mode: the snapshot file is watched; a valid change is served
 // without a restart, an invalid one is reported and the old config kept.
 func TestRunReloadsSnapshotFile(t *testing.T) {
-	dir := t.TempDir()
-	alpha, _ := mockproviders.NewHandler(mockproviders.Options{Flavor: mockproviders.Alpha})
-	beta, _ := mockproviders.NewHandler(mockproviders.Options{Flavor: mockproviders.Beta, RequireKey: "beta-secret-for-test"})
-	as, bs := httptest.NewServer(alpha), httptest.NewServer(beta)
-	defer as.Close()
-	defer bs.Close()
-	if err := os.WriteFile(filepath.Join(dir, betaKeyFile), []byte("beta-secret-for-test\n"), 0o600); err != nil {
+	st, err := Start(context.Background(), Options{Dir: t.TempDir(), ReloadInterval: 50 * time.Millisecond, DrainTimeout: time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
 		t.Fatal(err)
 	}
-	keyA, _, _, _ := keyformat.Generate()
-	keyB, _, _, _ := keyformat.Generate()
-	snap := demoSnapshot(as.URL, bs.URL, keyA, keyB)
-	path := filepath.Join(dir, snapshotFile)
-	if err := snapshot.WriteFile(path, snap); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	addrc := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Config{Addr: "127.0.0.1:0", SnapshotFile: path, ReloadInterval: 50 * time.Millisecond,
-			DBPath: filepath.Join(dir, "usage.db"), DrainTimeout: time.Second,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func(a string) { addrc <- a }})
-	}()
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
+		if err := st.Close(); err != nil {
+			t.Errorf("Close: %v", err)
 		}
 	}()
-	var base string
-	select {
-	case a := <-addrc:
-		base = "http://" + a
-	case err := <-done:
-		t.Fatalf("Run ended: %v", err)
+	base, keyA, path := st.URL, st.KeyA, st.SnapshotPath
+	snap, err := snapshot.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
 	}
 	chat := func(model string) int {
 		req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions",

@@ -1,4 +1,4 @@
-package gateway
+package localstack
 
 import (
 	"bufio"
@@ -10,27 +10,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/llmgw/llmgw/gateway/keys/keyformat"
-	"github.com/llmgw/llmgw/gateway/snapshot"
-	"github.com/llmgw/llmgw/mockproviders"
+	"github.com/llmgw/llmgw/api/keyformat"
+	"github.com/llmgw/llmgw/gateway"
 )
 
-// Files of the local state directory.
-const (
-	envFile      = "env"           // 0600: URLs and the two demo keys, shell-sourceable
-	betaKeyFile  = "mock-beta.key" // 0600: the upstream key only mock beta and the gateway know
-	snapshotFile = "snapshot.json"
-	usageDBFile  = "usage.db"
-)
-
-// UpConfig is one local stack.
+// UpConfig is `llmgw up`: a stack on fixed addresses whose keys and usage
+// history survive restarts of the same state directory.
 type UpConfig struct {
 	StateDir  string
 	Addr      string
@@ -60,7 +49,7 @@ func UpMain(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log, err := newLogger(*level)
+	log, err := gateway.NewLogger(*level)
 	if err != nil {
 		return err
 	}
@@ -78,69 +67,26 @@ func Up(ctx context.Context, cfg UpConfig) error {
 	if err != nil {
 		return err
 	}
-	betaKey, err := loadOrCreateSecret(filepath.Join(cfg.StateDir, betaKeyFile))
+	st, err := Start(ctx, Options{Dir: cfg.StateDir, Addr: cfg.Addr, AlphaAddr: cfg.AlphaAddr, BetaAddr: cfg.BetaAddr,
+		MgmtAddr: cfg.MgmtAddr, KeyA: keyA, KeyB: keyB, Logger: cfg.Logger})
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	alphaURL, stopAlpha, err := serveMock(ctx, cfg.AlphaAddr, mockproviders.Options{Flavor: mockproviders.Alpha, Logger: cfg.Logger})
-	if err != nil {
-		return err
+	env := fmt.Sprintf("LLMGW_URL=%s\nLLMGW_KEY_A=%s\nLLMGW_KEY_B=%s\nLLMGW_MOCK_ALPHA_URL=%s\nLLMGW_MOCK_BETA_URL=%s\n",
+		st.URL, keyA, keyB, st.AlphaURL, st.BetaURL)
+	if err := writePrivate(envPath, []byte(env)); err != nil {
+		_ = st.Close()
+		return fmt.Errorf("writing env file: %w", err)
 	}
-	defer stopAlpha()
-	betaURL, stopBeta, err := serveMock(ctx, cfg.BetaAddr, mockproviders.Options{Flavor: mockproviders.Beta, RequireKey: betaKey, Logger: cfg.Logger})
-	if err != nil {
-		return err
+	printBanner(cfg.Out, st.URL, st.AlphaURL, st.BetaURL, envPath, cfg.StateDir)
+	if cfg.Ready != nil {
+		cfg.Ready(envPath)
 	}
-	defer stopBeta()
-	snapPath := filepath.Join(cfg.StateDir, snapshotFile)
-	if err := snapshot.WriteFile(snapPath, demoSnapshot(alphaURL, betaURL, keyA, keyB)); err != nil {
-		return fmt.Errorf("writing snapshot: %w", err)
+	select {
+	case <-ctx.Done():
+	case <-st.Done():
 	}
-	ready := func(addr string) {
-		gwURL := "http://" + addr
-		env := fmt.Sprintf("LLMGW_URL=%s\nLLMGW_KEY_A=%s\nLLMGW_KEY_B=%s\nLLMGW_MOCK_ALPHA_URL=%s\nLLMGW_MOCK_BETA_URL=%s\n",
-			gwURL, keyA, keyB, alphaURL, betaURL)
-		if err := writePrivate(envPath, []byte(env)); err != nil {
-			cfg.Logger.Error("writing env file", "err", err)
-			cancel()
-			return
-		}
-		printBanner(cfg.Out, gwURL, alphaURL, betaURL, envPath, cfg.StateDir)
-		if cfg.Ready != nil {
-			cfg.Ready(envPath)
-		}
-	}
-	return Run(ctx, Config{Addr: cfg.Addr, MgmtAddr: cfg.MgmtAddr, SnapshotFile: snapPath, ReloadInterval: time.Second,
-		DBPath: filepath.Join(cfg.StateDir, usageDBFile), DrainTimeout: 10 * time.Second, Logger: cfg.Logger, Ready: ready})
-}
-
-// demoSnapshot is the fixed demo configuration other tools rely on.
-func demoSnapshot(alphaURL, betaURL, keyA, keyB string) *snapshot.Snapshot {
-	zero, one := 0, 1
-	key := func(id, plain string, models []string) snapshot.Key {
-		prefix, _ := keyformat.PrefixOf(plain)
-		return snapshot.Key{ID: id, Prefix: prefix, Hash: keyformat.Hash(plain), Models: models,
-			RateLimit: snapshot.RateLimit{RPM: 60, Burst: 10}}
-	}
-	return &snapshot.Snapshot{
-		Providers: []snapshot.Provider{
-			{Name: "alpha", Protocol: snapshot.ProtocolOpenAI, BaseURL: alphaURL},
-			{Name: "beta", Protocol: snapshot.ProtocolAnthropic, BaseURL: betaURL, Credential: &snapshot.Credential{File: betaKeyFile}},
-		},
-		Aliases: []snapshot.Alias{
-			{Name: "chat-alpha", Primary: snapshot.Route{Provider: "alpha", Model: "alpha-large"},
-				Fallbacks: []snapshot.Route{{Provider: "beta", Model: "beta-large"}}, MaxFallbacks: &one},
-			{Name: "chat-beta", Primary: snapshot.Route{Provider: "beta", Model: "beta-large"},
-				Fallbacks: []snapshot.Route{{Provider: "alpha", Model: "alpha-large"}}, MaxFallbacks: &one},
-			{Name: "chat-restricted", Primary: snapshot.Route{Provider: "alpha", Model: "alpha-small"}, MaxFallbacks: &zero},
-		},
-		Keys: []snapshot.Key{
-			key("key-a", keyA, []string{"chat-alpha", "chat-beta", "chat-restricted"}),
-			key("key-b", keyB, []string{"chat-alpha", "chat-beta"}),
-		},
-	}
+	return st.Close()
 }
 
 // loadOrCreateKeys reuses the keys of an earlier run so that their usage
@@ -157,13 +103,20 @@ func loadOrCreateKeys(envPath string) (a, b string, err error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", "", err
 	}
-	if a, _, _, err = keyformat.Generate(); err != nil {
+	if a, err = keyOrNew(""); err != nil {
 		return "", "", err
 	}
-	if b, _, _, err = keyformat.Generate(); err != nil {
-		return "", "", err
+	b, err = keyOrNew("")
+	return a, b, err
+}
+
+// keyOrNew returns key, or a new plaintext gateway key when key is empty.
+func keyOrNew(key string) (string, error) {
+	if key != "" {
+		return key, nil
 	}
-	return a, b, nil
+	plain, _, _, err := keyformat.Generate()
+	return plain, err
 }
 
 func readEnv(path string) (map[string]string, error) {
@@ -182,7 +135,7 @@ func readEnv(path string) (map[string]string, error) {
 	return vals, sc.Err()
 }
 
-func loadOrCreateSecret(path string) (string, error) {
+func loadOrCreateSecret(path, prefix string) (string, error) {
 	if b, err := os.ReadFile(path); err == nil {
 		if s := strings.TrimSpace(string(b)); s != "" {
 			return s, nil
@@ -194,7 +147,7 @@ func loadOrCreateSecret(path string) (string, error) {
 	if _, err := rand.Read(raw); err != nil {
 		return "", err
 	}
-	s := "mockbeta-" + hex.EncodeToString(raw)
+	s := prefix + hex.EncodeToString(raw)
 	return s, writePrivate(path, []byte(s+"\n"))
 }
 
@@ -208,27 +161,6 @@ func writePrivate(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
-}
-
-func serveMock(ctx context.Context, addr string, opts mockproviders.Options) (string, func(), error) {
-	h, err := mockproviders.NewHandler(opts)
-	if err != nil {
-		return "", nil, err
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("mock %s: listening on %s: %w", opts.Flavor, addr, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	stop := func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if srv.Shutdown(sctx) != nil {
-			_ = srv.Close()
-		}
-	}
-	return "http://" + ln.Addr().String(), stop, nil
 }
 
 func printBanner(w io.Writer, gw, alpha, beta, envPath, stateDir string) {

@@ -1,4 +1,4 @@
-package kube
+package source
 
 import (
 	"context"
@@ -9,13 +9,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/llmgw/llmgw/gateway/snapshot"
+	"github.com/llmgw/llmgw/api/snapshot"
 )
 
 // SecretCredentials resolves `credential.secretName/secretKey` references
 // with a GET on the Secret in the gateway's namespace, at every snapshot
-// apply — the controller changes the snapshot version when a referenced
-// Secret changes, so rotation reaches the gateway without a restart.
+// apply and at every credential refresh (KubeConfig.CredentialRefresh): that
+// periodic re-read, not a snapshot change, is how a rotated Secret reaches
+// the gateway without a restart.
 type SecretCredentials struct {
 	Client    kubernetes.Interface
 	Namespace string

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llmgw/llmgw/gateway/keys/keyformat"
+	"github.com/llmgw/llmgw/api/keyformat"
 )
 
 // Parse decodes a snapshot strictly, normalizes and validates it, and checks or

@@ -1,4 +1,4 @@
-package gateway
+package source_test
 
 import (
 	"context"
@@ -19,9 +19,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/llmgw/llmgw/gateway/keys/keyformat"
-	"github.com/llmgw/llmgw/gateway/kube"
-	"github.com/llmgw/llmgw/gateway/snapshot"
+	"github.com/llmgw/llmgw/api/keyformat"
+	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/gateway"
+	"github.com/llmgw/llmgw/gateway/localstack"
+	"github.com/llmgw/llmgw/gateway/source"
 	"github.com/llmgw/llmgw/mockproviders"
 	"github.com/llmgw/llmgw/test/testutil"
 )
@@ -42,8 +44,8 @@ func startEnvtest(t *testing.T) *envtest.Environment {
 func putSnapshot(t *testing.T, cs kubernetes.Interface, ns string, data string) {
 	t.Helper()
 	ctx := context.Background()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "llmgw-snapshot", Namespace: ns},
-		Data: map[string]string{kube.SnapshotKey: data}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: snapshot.DefaultConfigMapName, Namespace: ns},
+		Data: map[string]string{snapshot.ConfigMapKey: data}}
 	cur, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, cm.Name, metav1.GetOptions{})
 	if err != nil {
 		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
@@ -90,25 +92,32 @@ func TestKubernetesHotLoad(t *testing.T) {
 	}
 	keyA, _, _, _ := keyformat.Generate()
 	keyB, _, _, _ := keyformat.Generate()
-	snap := demoSnapshot(as.URL, bs.URL, keyA, keyB)
+	snap := localstack.Demo(as.URL, bs.URL, keyA, keyB)
 	snap.Providers[1].Credential = &snapshot.Credential{SecretName: "beta-cred", SecretKey: "apiKey"}
 	snap.Keys[1].RateLimit = snapshot.RateLimit{RPM: 100000, Burst: 10000}
 	putSnapshot(t, cs, ns, encode(t, snap))
 
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	src, err := source.NewKube(source.KubeConfig{Namespace: ns, ConfigMap: snapshot.DefaultConfigMapName, RestConfig: env.Config,
+		CredentialRefresh: 200 * time.Millisecond, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	runCtx, cancel := context.WithCancel(ctx)
-	addrc, done := make(chan string, 1), make(chan error, 1)
-	go func() {
-		done <- Run(runCtx, Config{Addr: "127.0.0.1:0", DBPath: filepath.Join(t.TempDir(), "usage.db"), DrainTimeout: 2 * time.Second,
-			Kube:   &KubeSource{Namespace: ns, ConfigMap: "llmgw-snapshot", RestConfig: env.Config, CredentialRefresh: 200 * time.Millisecond},
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func(a string) { addrc <- a }})
-	}()
+	gw, err := gateway.Start(runCtx, gateway.Config{Addr: "127.0.0.1:0", DBPath: filepath.Join(t.TempDir(), "usage.db"),
+		DrainTimeout: 2 * time.Second, Source: src, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- gw.Wait(runCtx) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
+			t.Errorf("Wait: %v", err)
 		}
 	}()
-	base := "http://" + <-addrc
+	base := "http://" + gw.Addr
 	chat := func(key, model string) int { return testutil.ChatStatus(base, key, model) }
 	waitServed := func(what string, cond func() bool) time.Duration {
 		t.Helper()

@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"strconv"
 
-	"github.com/llmgw/llmgw/gateway/keys/keyformat"
+	"github.com/llmgw/llmgw/api/keyformat"
 )
 
 // findPlaintextKeys reports every string field of v that contains a plaintext

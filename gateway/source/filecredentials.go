@@ -1,4 +1,4 @@
-package gateway
+package source
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/llmgw/llmgw/gateway/snapshot"
+	"github.com/llmgw/llmgw/api/snapshot"
 )
 
 // fileCredentials resolves `credential.file` references (standalone mode).

@@ -1,4 +1,4 @@
-package snapshot
+package source
 
 import (
 	"context"
@@ -6,8 +6,37 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
+
+	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/gateway/server"
 )
+
+// File is a snapshot file polled for changes. It must be valid at start; an
+// invalid change later keeps the running snapshot.
+type File struct {
+	Path     string
+	Interval time.Duration // poll interval; <= 0 means DefaultWatchInterval
+}
+
+// Credentials reads `credential.file` references, relative to the snapshot's directory.
+func (f File) Credentials() server.CredentialSource {
+	return fileCredentials{baseDir: filepath.Dir(f.Path)}
+}
+
+// Start applies the file's snapshot, then watches it in the background.
+func (f File) Start(ctx context.Context, sink Sink) error {
+	snap, err := snapshot.LoadFile(f.Path)
+	if err != nil {
+		return fmt.Errorf("loading snapshot: %w", err)
+	}
+	if err := sink.Apply(ctx, snap); err != nil {
+		return fmt.Errorf("applying snapshot: %w", err)
+	}
+	go WatchFile(ctx, f.Path, f.Interval, func(s *snapshot.Snapshot) { _ = sink.Apply(ctx, s) }, sink.ReportReloadError)
+	return nil
+}
 
 // DefaultWatchInterval is used when WatchFile is given a non-positive interval.
 const DefaultWatchInterval = time.Second
@@ -20,9 +49,10 @@ const racyWindow = 3 * time.Second
 // WatchFile polls path until ctx is done (it blocks; run it in a goroutine).
 //
 // The first valid snapshot read is always delivered to onChange, and after that
-// onChange runs only when a valid snapshot with a different version appears: a
-// caller that loaded the file itself may get one call with the version it already
-// has, and can compare versions. An unreadable, missing or invalid file is
+// onChange runs when the file's content changes to a valid snapshot, or when
+// valid content is back after a reported problem. Whether a delivery is a new
+// version is the consumer's call (server.Apply decides it, for every source): a
+// caller that loaded the file itself gets one call with the version it has. An unreadable, missing or invalid file is
 // reported to onError once it has been seen on two polls in a row (so an editor's
 // non-atomic save, caught half-written, is not reported), and once only; the
 // caller keeps the snapshot it has. Callbacks run on the watcher's goroutine, one
@@ -31,7 +61,7 @@ const racyWindow = 3 * time.Second
 // Polling (stat, then a content hash when the stat changed) needs no inotify
 // support, works for files replaced by rename and for Kubernetes' symlink swaps,
 // and costs one stat per interval.
-func WatchFile(ctx context.Context, path string, interval time.Duration, onChange func(*Snapshot), onError func(error)) {
+func WatchFile(ctx context.Context, path string, interval time.Duration, onChange func(*snapshot.Snapshot), onError func(error)) {
 	if interval <= 0 {
 		interval = DefaultWatchInterval
 	}
@@ -50,14 +80,13 @@ func WatchFile(ctx context.Context, path string, interval time.Duration, onChang
 
 type watcher struct {
 	path     string
-	onChange func(*Snapshot)
+	onChange func(*snapshot.Snapshot)
 	onError  func(error)
 
 	stat    os.FileInfo // at the last read; nil forces a read
 	readAt  time.Time
 	valid   [sha256.Size]byte // content of the last valid snapshot
 	hasRead bool
-	version string // last delivered
 
 	// A problem is identified by its error text or by the invalid content's hash.
 	pending  string // seen on the last poll, not reported yet
@@ -74,7 +103,7 @@ func (w *watcher) poll() {
 	if w.pending == "" && w.unchanged(fi) {
 		return
 	}
-	data, err := readFile(w.path)
+	data, err := snapshot.ReadFile(w.path)
 	if err != nil {
 		w.stat = nil
 		w.problem("error:"+err.Error(), err)
@@ -82,24 +111,20 @@ func (w *watcher) poll() {
 	}
 	w.stat, w.readAt = fi, time.Now()
 	sum := sha256.Sum256(data)
-	// After a reported problem, valid content is delivered again even when its
-	// version is the running one, so the consumer can clear its error.
+	// After a reported problem, valid content is delivered again even when it
+	// is what the consumer runs, so the consumer can clear its error.
 	recovered := w.reported != ""
 	if w.hasRead && sum == w.valid && !recovered {
 		w.pending = ""
 		return
 	}
-	s, err := Parse(data)
+	s, err := snapshot.Parse(data)
 	if err != nil {
 		w.problem("content:"+hex.EncodeToString(sum[:]), err)
 		return
 	}
 	w.pending, w.reported = "", ""
 	w.valid, w.hasRead = sum, true
-	if s.Version == w.version && !recovered {
-		return
-	}
-	w.version = s.Version
 	if w.onChange != nil {
 		w.onChange(s)
 	}

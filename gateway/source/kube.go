@@ -1,0 +1,149 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/gateway/server"
+)
+
+// KubeConfig is the snapshot ConfigMap the gateway watches in Kubernetes mode.
+type KubeConfig struct {
+	Namespace  string
+	ConfigMap  string
+	Kubeconfig string       // explicit path; empty: $KUBECONFIG, ~/.kube/config, then in-cluster
+	RestConfig *rest.Config // when set, used as is (tests)
+	// CredentialRefresh is how often provider Secrets are re-read, so that a
+	// rotated credential is used without a restart (0: never).
+	CredentialRefresh time.Duration
+	Logger            *slog.Logger
+}
+
+// Kube watches the snapshot ConfigMap through the API — not a mounted file,
+// whose kubelet sync can take a minute — and reads provider credentials from
+// Secrets in the same namespace.
+type Kube struct {
+	cfg    KubeConfig
+	client kubernetes.Interface
+	log    *slog.Logger
+}
+
+// NewKube connects to the API server (no request is made yet).
+func NewKube(cfg KubeConfig) (*Kube, error) {
+	rc := cfg.RestConfig
+	if rc == nil {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = cfg.Kubeconfig
+		var err error
+		rc, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes client config: %w", err)
+		}
+	}
+	rc = rest.CopyConfig(rc)
+	rc.UserAgent = "llmgw-gateway"
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Kube{cfg: cfg, client: cs, log: log}, nil
+}
+
+// Credentials reads `credential.secretName/secretKey` references.
+func (k *Kube) Credentials() server.CredentialSource {
+	return SecretCredentials{Client: k.client, Namespace: k.cfg.Namespace}
+}
+
+// Start returns once the ConfigMap informer has synced. Without a valid
+// snapshot by then the sink keeps answering 503 not_ready until one arrives.
+func (k *Kube) Start(ctx context.Context, sink Sink) error {
+	apply := func(s *snapshot.Snapshot) { _ = sink.Apply(ctx, s) } // a rejection is logged and reported by Apply
+	if err := watch(ctx, k.client, k.cfg.Namespace, k.cfg.ConfigMap, apply, sink.ReportReloadError); err != nil {
+		return err
+	}
+	if k.cfg.CredentialRefresh > 0 {
+		go refreshEvery(ctx, k.cfg.CredentialRefresh, sink)
+	}
+	if sink.Version() == "" {
+		k.log.Warn("no valid snapshot yet; serving 503 not_ready until one arrives", "namespace", k.cfg.Namespace, "configmap", k.cfg.ConfigMap)
+	}
+	return nil
+}
+
+func refreshEvery(ctx context.Context, every time.Duration, sink Sink) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_ = sink.Refresh(ctx) // a failure is logged and reported; the old credentials stay
+		}
+	}
+}
+
+// watch runs an informer restricted to namespace/name until ctx ends. Every
+// add or update hands the parsed snapshot to apply, or the parse error to
+// reject; the caller keeps its last good snapshot on reject. It returns once
+// the informer has synced (or ctx ended), leaving the watch running.
+func watch(ctx context.Context, cs kubernetes.Interface, namespace, name string,
+	apply func(*snapshot.Snapshot), reject func(error)) error {
+	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", namespace,
+		fields.OneTermEqualSelector("metadata.name", name))
+	handle := func(obj any) {
+		cm, ok := obj.(*corev1.ConfigMap)
+		if !ok || cm.Name != name {
+			return
+		}
+		snap, err := decode(cm)
+		if err != nil {
+			reject(err)
+			return
+		}
+		apply(snap)
+	}
+	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: lw,
+		ObjectType:    &corev1.ConfigMap{},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    handle,
+			UpdateFunc: func(_, obj any) { handle(obj) },
+			DeleteFunc: func(any) {
+				reject(fmt.Errorf("snapshot ConfigMap %s/%s was deleted; keeping the running snapshot", namespace, name))
+			},
+		},
+	})
+	go informer.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		return fmt.Errorf("watching ConfigMap %s/%s: %w", namespace, name, context.Cause(ctx))
+	}
+	return nil
+}
+
+// decode parses the snapshot carried by a ConfigMap.
+func decode(cm *corev1.ConfigMap) (*snapshot.Snapshot, error) {
+	data, ok := cm.Data[snapshot.ConfigMapKey]
+	if !ok {
+		return nil, fmt.Errorf("ConfigMap %s/%s has no %q key", cm.Namespace, cm.Name, snapshot.ConfigMapKey)
+	}
+	snap, err := snapshot.Parse([]byte(data))
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	return snap, nil
+}

@@ -1,0 +1,39 @@
+// Package source delivers configuration snapshots to a running gateway: from
+// a file (standalone mode and `llmgw up`) or from the controller's ConfigMap
+// (Kubernetes mode), each with the resolver for the provider credentials its
+// snapshots refer to.
+//
+// A source only reads and parses; it hands every valid snapshot it sees to
+// the Sink and every unreadable or invalid one to Sink.ReportReloadError. The
+// one rule for "is this a new version" lives in the sink (server.Apply), so a
+// good snapshot seen again — a resync, a bad file put back — also clears an
+// earlier rejection.
+package source
+
+import (
+	"context"
+
+	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/gateway/server"
+)
+
+// Sink is what a source feeds; *server.Server is one.
+type Sink interface {
+	// Apply validates and runs s, or keeps the running snapshot and reports why.
+	Apply(ctx context.Context, s *snapshot.Snapshot) error
+	// ReportReloadError records a snapshot the source could not read or parse.
+	ReportReloadError(err error)
+	// Refresh re-resolves the running snapshot's credentials.
+	Refresh(ctx context.Context) error
+	// Version is the running snapshot's version ("" before the first).
+	Version() string
+}
+
+// Source is one place snapshots come from.
+type Source interface {
+	// Credentials resolves the credential references of this source's snapshots.
+	Credentials() server.CredentialSource
+	// Start delivers the first snapshot (or fails), then keeps delivering
+	// changes in the background until ctx ends.
+	Start(ctx context.Context, sink Sink) error
+}
