@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmgw/llmgw/api/keyformat"
 	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/api/v1alpha1"
 )
 
 // Main runs `llmgw keys <subcommand>`.
@@ -73,7 +75,7 @@ func runCreate(args []string, stdout, stderr io.Writer) error {
 	set.IntVar(&f.rpm, "rpm", snapshot.DefaultRPM, "rate limit: `N` requests per minute (token bucket refill rate)")
 	set.IntVar(&f.burst, "burst", snapshot.DefaultBurst, "rate limit: burst of `N` requests (token bucket capacity)")
 	set.StringVar(&f.expires, "expires", "", "optional expiry, an `RFC3339` time such as 2027-01-01T00:00:00Z; must be in the future")
-	set.StringVar(&f.output, "output", "json", "`format` of the --entry-out entry: json (the snapshot's key object) or yaml (a GatewayKey resource, apiVersion "+GatewayKeyAPIVersion+")")
+	set.StringVar(&f.output, "output", "json", "`format` of the --entry-out entry: json (the snapshot's key object) or yaml (a GatewayKey resource, apiVersion "+v1alpha1.GroupVersion.String()+")")
 	set.StringVar(&f.namespace, "namespace", "", "metadata.namespace `NS` of the GatewayKey (only with --output yaml; default: none, kubectl's current namespace)")
 	set.StringVar(&f.entryOut, "entry-out", "", "write the hash-only entry to `FILE` (mode 0644); - appends it to standard output after the key line")
 	set.StringVar(&f.into, "into", "", "merge the entry into the snapshot `FILE` (created if missing), replacing an entry with the same id; the file is re-encoded canonically with a new version")
@@ -81,7 +83,7 @@ func runCreate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if set.NArg() > 0 {
-		return errors.New(Redact(fmt.Sprintf("unexpected arguments: %q", set.Args())))
+		return errors.New(keyformat.Redact(fmt.Sprintf("unexpected arguments: %q", set.Args())))
 	}
 	opts, err := f.options()
 	if err != nil {
@@ -121,7 +123,7 @@ func (f *createFlags) options() (CreateOptions, error) {
 	if f.expires != "" {
 		t, err := time.Parse(time.RFC3339, f.expires)
 		if err != nil {
-			return CreateOptions{}, fmt.Errorf("--expires: want RFC 3339 such as 2027-01-01T00:00:00Z: %s", Redact(err.Error()))
+			return CreateOptions{}, fmt.Errorf("--expires: want RFC 3339 such as 2027-01-01T00:00:00Z: %s", keyformat.Redact(err.Error()))
 		}
 		opts.ExpiresAt = &t
 	}
@@ -177,7 +179,7 @@ func (f *createFlags) emit(plaintext string, entry snapshot.Key, stdout, stderr 
 	}
 
 	fmt.Fprintf(stderr, "llmgw keys: created key %q (prefix %s, fingerprint %s). The key above is shown only once: store it now.\n",
-		entry.ID, entry.Prefix, Fingerprint(entry.Hash))
+		entry.ID, entry.Prefix, keyformat.Fingerprint(entry.Hash))
 	if f.entryOut != "" && f.entryOut != "-" {
 		fmt.Fprintf(stderr, "llmgw keys: hash-only %s entry written to %s\n", f.output, f.entryOut)
 	}

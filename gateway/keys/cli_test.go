@@ -8,12 +8,17 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/llmgw/llmgw/api/keyformat"
 	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/api/v1alpha1"
 )
 
 // runCLI runs `llmgw keys args...` and returns stdout and stderr.
@@ -31,7 +36,7 @@ func onePlaintextLine(t *testing.T, stdout string) string {
 	if len(lines) != 1 || !strings.HasSuffix(stdout, "\n") {
 		t.Fatalf("stdout must be exactly one line, got %q", stdout)
 	}
-	if _, ok := PrefixOf(lines[0]); !ok {
+	if _, ok := keyformat.PrefixOf(lines[0]); !ok {
 		t.Fatalf("stdout line is not a key: %q", lines[0])
 	}
 	return lines[0]
@@ -49,7 +54,7 @@ func TestCLICreateEntryOut(t *testing.T) {
 		t.Fatal("stderr repeats the plaintext")
 	}
 	data, _ := os.ReadFile(path)
-	if strings.Contains(string(data), plain) || LooksLikeKey(string(data)) {
+	if strings.Contains(string(data), plain) || keyformat.LooksLikeKey(string(data)) {
 		t.Fatalf("entry contains the plaintext:\n%s", data)
 	}
 	var entry snapshot.Key
@@ -58,7 +63,7 @@ func TestCLICreateEntryOut(t *testing.T) {
 	if err := dec.Decode(&entry); err != nil {
 		t.Fatalf("entry is not a snapshot key object: %v\n%s", err, data)
 	}
-	if !Verify(plain, entry.Hash) || entry.ID != "key-a" || entry.RateLimit.RPM != 30 || entry.RateLimit.Burst != 5 ||
+	if !keyformat.Verify(plain, entry.Hash) || entry.ID != "key-a" || entry.RateLimit.RPM != 30 || entry.RateLimit.Burst != 5 ||
 		strings.Join(entry.Models, ",") != "chat-alpha,chat-beta" || entry.ExpiresAt.Year() != 2099 {
 		t.Fatalf("entry %+v", entry)
 	}
@@ -76,11 +81,11 @@ func TestCLICreateEntryToStdout(t *testing.T) {
 		t.Fatal(err)
 	}
 	first, rest, _ := strings.Cut(stdout, "\n")
-	if _, ok := PrefixOf(first); !ok {
+	if _, ok := keyformat.PrefixOf(first); !ok {
 		t.Fatalf("line 1 is not the key: %q", first)
 	}
 	var entry snapshot.Key
-	if err := json.Unmarshal([]byte(rest), &entry); err != nil || !Verify(first, entry.Hash) || LooksLikeKey(rest) {
+	if err := json.Unmarshal([]byte(rest), &entry); err != nil || !keyformat.Verify(first, entry.Hash) || keyformat.LooksLikeKey(rest) {
 		t.Fatalf("lines 2+ are not the hash-only entry (%v): %q", err, rest)
 	}
 }
@@ -114,13 +119,13 @@ func TestCLICreateInto(t *testing.T) {
 	if canon, _ := snapshot.Encode(s.Clone()); !bytes.Equal(raw, canon) {
 		t.Fatal("merged file is not in canonical form")
 	}
-	if LooksLikeKey(string(raw)) {
+	if keyformat.LooksLikeKey(string(raw)) {
 		t.Fatal("snapshot contains a plaintext key")
 	}
 	if len(s.Keys) != 2 || s.Keys[0].ID != "key-a" || s.Keys[1].ID != "key-b" || s.Version == base.Version {
 		t.Fatalf("keys %+v, version %s", s.Keys, s.Version)
 	}
-	if !Verify(plainA, s.Keys[0].Hash) || !Verify(plainB, s.Keys[1].Hash) || len(s.Providers) != 1 {
+	if !keyformat.Verify(plainA, s.Keys[0].Hash) || !keyformat.Verify(plainB, s.Keys[1].Hash) || len(s.Providers) != 1 {
 		t.Fatal("merge lost or mixed up entries")
 	}
 
@@ -131,7 +136,7 @@ func TestCLICreateInto(t *testing.T) {
 	}
 	newB := onePlaintextLine(t, stdout)
 	s, _ = snapshot.LoadFile(path)
-	if len(s.Keys) != 2 || !Verify(newB, s.Keys[1].Hash) || Verify(plainB, s.Keys[1].Hash) {
+	if len(s.Keys) != 2 || !keyformat.Verify(newB, s.Keys[1].Hash) || keyformat.Verify(plainB, s.Keys[1].Hash) {
 		t.Fatal("rotation did not replace the entry")
 	}
 	if !strings.Contains(stderr, "replaced") {
@@ -166,6 +171,17 @@ func TestCLICreateIntoNewFile(t *testing.T) {
 	}
 }
 
+// decodeGatewayKey decodes printed YAML into the CRD's own Go type, strictly:
+// a field the type does not have is an error.
+func decodeGatewayKey(t *testing.T, data []byte) v1alpha1.GatewayKey {
+	t.Helper()
+	var gk v1alpha1.GatewayKey
+	if err := yaml.UnmarshalStrict(data, &gk); err != nil {
+		t.Fatalf("not a GatewayKey: %v\n%s", err, data)
+	}
+	return gk
+}
+
 func TestCLICreateYAML(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "key.yaml")
 	stdout, _, err := runCLI(t, "create", "--id", "team-a", "--models", "chat-beta,chat-alpha", "--rpm", "90", "--burst", "3",
@@ -175,42 +191,96 @@ func TestCLICreateYAML(t *testing.T) {
 	}
 	plain := onePlaintextLine(t, stdout)
 	data, _ := os.ReadFile(path)
-	if LooksLikeKey(string(data)) {
+	if keyformat.LooksLikeKey(string(data)) {
 		t.Fatalf("YAML contains the plaintext:\n%s", data)
 	}
-	var cr struct {
-		APIVersion string `json:"apiVersion"`
-		Kind       string `json:"kind"`
-		Metadata   struct {
-			Name      string `json:"name"`
-			Namespace string `json:"namespace"`
-		} `json:"metadata"`
-		Spec struct {
-			KeyHash   string   `json:"keyHash"`
-			KeyPrefix string   `json:"keyPrefix"`
-			Models    []string `json:"models"`
-			RateLimit struct {
-				RequestsPerMinute int `json:"requestsPerMinute"`
-				Burst             int `json:"burst"`
-			} `json:"rateLimit"`
-			Disabled  bool   `json:"disabled"`
-			ExpiresAt string `json:"expiresAt"`
-		} `json:"spec"`
+	gk := decodeGatewayKey(t, data)
+	sp := gk.Spec
+	wantExpiry := time.Date(2099, 6, 1, 10, 0, 0, 0, time.UTC)
+	if gk.APIVersion != "llmgw.dev/v1alpha1" || gk.Kind != "GatewayKey" || gk.Name != "team-a" || gk.Namespace != "llmgw-system" ||
+		!keyformat.Verify(plain, sp.KeyHash) || sp.KeyPrefix != plain[:14] || strings.Join(sp.Models, ",") != "chat-alpha,chat-beta" ||
+		sp.RateLimit == nil || sp.RateLimit.RequestsPerMinute != 90 || sp.RateLimit.Burst != 3 || sp.Disabled ||
+		sp.ExpiresAt == nil || !sp.ExpiresAt.Time.Equal(wantExpiry) {
+		t.Fatalf("unexpected resource %+v:\n%s", gk, data)
 	}
-	if err := yaml.UnmarshalStrict(data, &cr); err != nil {
-		t.Fatalf("%v\n%s", err, data)
+	if !strings.Contains(string(data), "expiresAt: \"2099-06-01T10:00:00Z\"") {
+		t.Errorf("expiresAt is not RFC 3339 in UTC:\n%s", data)
 	}
-	sp := cr.Spec
-	if cr.APIVersion != "llmgw.dev/v1alpha1" || cr.Kind != "GatewayKey" || cr.Metadata.Name != "team-a" || cr.Metadata.Namespace != "llmgw-system" ||
-		!Verify(plain, sp.KeyHash) || sp.KeyPrefix != plain[:14] || strings.Join(sp.Models, ",") != "chat-alpha,chat-beta" ||
-		sp.RateLimit.RequestsPerMinute != 90 || sp.RateLimit.Burst != 3 || sp.Disabled || sp.ExpiresAt != "2099-06-01T10:00:00Z" {
-		t.Fatalf("unexpected resource:\n%s", data)
+	// Only what the user sets: no status (the controller's), no null
+	// creationTimestamp, nothing kubectl apply would have to ignore.
+	var generic map[string]any
+	if err := yaml.Unmarshal(data, &generic); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := generic["status"]; ok {
+		t.Errorf("status printed:\n%s", data)
+	}
+	if meta, _ := generic["metadata"].(map[string]any); len(meta) != 2 {
+		t.Errorf("metadata has more than name and namespace: %v", meta)
+	}
+	if !reflect.DeepEqual(gk.Status, v1alpha1.GatewayKeyStatus{}) {
+		t.Errorf("status %+v", gk.Status)
 	}
 
-	// Without an expiry the field is left out rather than null.
+	// Without an expiry or namespace the fields are left out rather than null.
 	_, _, err = runCLI(t, "create", "--id", "team-b", "--output", "yaml", "--entry-out", path)
-	if data, _ = os.ReadFile(path); err != nil || strings.Contains(string(data), "expiresAt") {
+	if data, _ = os.ReadFile(path); err != nil || strings.Contains(string(data), "expiresAt") || strings.Contains(string(data), "namespace") {
 		t.Fatalf("%v\n%s", err, data)
+	}
+	gk = decodeGatewayKey(t, data)
+	if gk.Name != "team-b" || strings.Join(gk.Spec.Models, ",") != snapshot.AllModels || gk.Spec.RateLimit == nil ||
+		gk.Spec.RateLimit.RequestsPerMinute != snapshot.DefaultRPM || gk.Spec.RateLimit.Burst != snapshot.DefaultBurst {
+		t.Fatalf("defaults not in the resource:\n%s", data)
+	}
+}
+
+// TestGatewayKeyYAMLMatchesEntry: the printed resource carries exactly the
+// snapshot entry, through the CRD type (the controller compiles it back).
+func TestGatewayKeyYAMLMatchesEntry(t *testing.T) {
+	exp := time.Date(2031, 2, 3, 4, 5, 6, 0, time.UTC)
+	_, entry, err := Create(CreateOptions{ID: "team-c.prod", Models: []string{"b", "a"}, RPM: 1_000_000, Burst: 100_000, ExpiresAt: &exp, Disabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := GatewayKeyYAML(entry, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(data), "# ") {
+		t.Errorf("no header comment:\n%s", data)
+	}
+	gk := decodeGatewayKey(t, data)
+	// metav1.Time decodes in the local zone: compare the instant, then the rest.
+	if gk.Spec.ExpiresAt == nil || !gk.Spec.ExpiresAt.Equal(&metav1.Time{Time: exp}) {
+		t.Fatalf("expiresAt %v, want %v", gk.Spec.ExpiresAt, exp)
+	}
+	gk.Spec.ExpiresAt = nil
+	want := v1alpha1.GatewayKeySpec{
+		KeyHash: entry.Hash, KeyPrefix: entry.Prefix, Models: []string{"a", "b"},
+		RateLimit: &v1alpha1.RateLimit{RequestsPerMinute: 1_000_000, Burst: 100_000},
+		Disabled:  true,
+	}
+	if gk.Name != entry.ID || !reflect.DeepEqual(gk.Spec, want) {
+		t.Fatalf("spec does not carry the entry %+v:\n%s", entry, data)
+	}
+}
+
+func TestGatewayKeyYAMLRateLimitBounds(t *testing.T) {
+	for _, c := range []struct {
+		rpm, burst int
+		want       string
+	}{
+		{1_000_001, 1, "1..1000000"},
+		{1 << 32, 1, "1..1000000"}, // would wrap around in int32
+		{60, 100_001, "1..100000"},
+	} {
+		_, entry, err := Create(CreateOptions{ID: "k", Models: []string{"*"}, RPM: c.rpm, Burst: c.burst})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := GatewayKeyYAML(entry, ""); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("rpm %d burst %d: err = %v, want it to mention %q", c.rpm, c.burst, err, c.want)
+		}
 	}
 }
 
@@ -230,6 +300,8 @@ func TestCLIUsageErrors(t *testing.T) {
 		"namespace for json": {[]string{"create", "--id", "k", "--namespace", "x", "--entry-out", entry}, "--namespace only applies"},
 		"empty models":       {[]string{"create", "--id", "k", "--models", " , ", "--entry-out", entry}, "--models is empty"},
 		"zero rpm":           {[]string{"create", "--id", "k", "--rpm", "0", "--entry-out", entry}, "--rpm and --burst must be > 0"},
+		"rpm above the CRD":  {[]string{"create", "--id", "k", "--rpm", "2000000", "--output", "yaml", "--entry-out", entry}, "a GatewayKey allows 1..1000000"},
+		"id not a name":      {[]string{"create", "--id", "a..b", "--entry-out", entry}, "DNS-1123 subdomain"},
 		"bad expiry":         {[]string{"create", "--id", "k", "--expires", "tomorrow", "--entry-out", entry}, "--expires"},
 		"past expiry":        {[]string{"create", "--id", "k", "--expires", "2001-01-01T00:00:00Z", "--entry-out", entry}, "not in the future"},
 		"extra args":         {[]string{"create", "--id", "k", "--entry-out", entry, "oops"}, "unexpected arguments"},

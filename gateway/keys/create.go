@@ -5,6 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/llmgw/llmgw/api/keyformat"
 	"github.com/llmgw/llmgw/api/snapshot"
 )
 
@@ -31,7 +36,7 @@ func Create(opts CreateOptions) (plaintext string, entry snapshot.Key, err error
 	if opts.ExpiresAt != nil && !opts.ExpiresAt.After(time.Now()) {
 		return "", snapshot.Key{}, fmt.Errorf("key %q: expiry %s is not in the future", opts.ID, opts.ExpiresAt.Format(time.RFC3339))
 	}
-	plaintext, prefix, hash, err := Generate()
+	plaintext, prefix, hash, err := keyformat.Generate()
 	if err != nil {
 		return "", snapshot.Key{}, err
 	}
@@ -51,21 +56,23 @@ func Create(opts CreateOptions) (plaintext string, entry snapshot.Key, err error
 	return plaintext, entry, nil
 }
 
-// validID accepts a DNS-1123 subdomain: lowercase alphanumerics, '-' and '.',
-// starting and ending with an alphanumeric, at most 253 chars.
+// validID accepts an id that can also be a GatewayKey's metadata.name, checked
+// as the API server checks a custom resource's name on create: a DNS-1123
+// subdomain (apimachinery's NameIsDNSSubdomain, i.e. IsDNS1123Subdomain) that is
+// also a valid path segment. So `--output yaml` never prints a resource that
+// kubectl apply refuses, and ids such as "a..b" or "a-.b" are rejected here.
 func validID(id string) error {
 	if id == "" {
 		return errors.New("key id is required")
 	}
-	bad := len(id) > 253
-	for i := 0; i < len(id) && !bad; i++ {
-		c := id[i]
-		alnum := 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
-		edge := i == 0 || i == len(id)-1
-		bad = !alnum && (edge || c != '-' && c != '.')
+	if len(id) > validation.DNS1123SubdomainMaxLength {
+		return fmt.Errorf("key id is %d characters long; at most %d are allowed, as it is also the GatewayKey's metadata.name",
+			len(id), validation.DNS1123SubdomainMaxLength)
 	}
-	if bad {
-		return fmt.Errorf("key id %q must be a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 chars)", Redact(id))
+	if len(apivalidation.NameIsDNSSubdomain(id, false)) > 0 || len(content.IsPathSegmentName(id)) > 0 {
+		return fmt.Errorf("key id %q is not valid: it is also the GatewayKey's metadata.name, so it must be a DNS-1123 subdomain: "+
+			"lowercase letters, digits, '-' and '.', where every '.'-separated part starts and ends with a letter or digit "+
+			"(for example team-a or team-a.prod)", keyformat.Redact(id))
 	}
 	return nil
 }
