@@ -24,7 +24,7 @@ import (
 // Files of the state directory.
 const (
 	envFile      = "env"            // 0600: URLs and the two demo keys, shell-sourceable
-	alphaKeyFile = "mock-alpha.key" // 0600: with Options.AlphaKey, the upstream key of mock alpha
+	alphaKeyFile = "mock-alpha.key" // 0600: with Options.AlphaKey, mock alpha's upstream key
 	betaKeyFile  = "mock-beta.key"  // 0600: the upstream key only mock beta and the gateway know
 	snapshotFile = "snapshot.json"
 	usageDBFile  = "usage.db"
@@ -38,8 +38,10 @@ type Options struct {
 	MgmtAddr                  string // gateway /metrics; "" disables
 	// KeyA and KeyB are the two demo gateway keys; "" generates one.
 	KeyA, KeyB string
-	// AlphaKey makes mock alpha require an upstream key too (beta always does).
-	AlphaKey bool
+	// AlphaKey, when set, is an upstream key mock alpha requires (the demo's
+	// alpha needs none). BetaKey is mock beta's; "" reuses the state
+	// directory's or generates one.
+	AlphaKey, BetaKey string
 	// Mutate edits the demo snapshot before it is written.
 	Mutate func(*snapshot.Snapshot)
 	// Mock edits a mock provider's options before it starts.
@@ -90,11 +92,17 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	if st.KeyB, err = keyOrNew(opts.KeyB); err != nil {
 		return nil, err
 	}
+	if opts.BetaKey != "" {
+		err = writePrivate(filepath.Join(opts.Dir, betaKeyFile), []byte(opts.BetaKey+"\n"))
+	}
+	if err != nil {
+		return nil, err
+	}
 	if st.BetaKey, err = loadOrCreateSecret(filepath.Join(opts.Dir, betaKeyFile), "mockbeta-"); err != nil {
 		return nil, err
 	}
-	if opts.AlphaKey {
-		if st.AlphaKey, err = loadOrCreateSecret(filepath.Join(opts.Dir, alphaKeyFile), "mockalpha-"); err != nil {
+	if st.AlphaKey = opts.AlphaKey; st.AlphaKey != "" {
+		if err := writePrivate(filepath.Join(opts.Dir, alphaKeyFile), []byte(st.AlphaKey+"\n")); err != nil {
 			return nil, err
 		}
 	}
@@ -105,7 +113,7 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 		return nil, err
 	}
 	snap := Demo(st.AlphaURL, st.BetaURL, st.KeyA, st.KeyB)
-	if opts.AlphaKey {
+	if st.AlphaKey != "" {
 		snap.Providers[0].Credential = &snapshot.Credential{File: alphaKeyFile}
 	}
 	if opts.Mutate != nil {

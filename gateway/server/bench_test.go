@@ -22,18 +22,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/api/keyformat"
-	"github.com/llmgw/llmgw/api/snapshot"
-	"github.com/llmgw/llmgw/gateway/server"
-	"github.com/llmgw/llmgw/gateway/usage"
-	"github.com/llmgw/llmgw/mockproviders"
+	"github.com/llmgw/llmgw/gateway/localstack"
 )
 
 // benchModel is both the alias and the upstream model, so both paths get
@@ -47,60 +41,26 @@ type benchStack struct {
 
 type benchTarget struct{ url, auth string }
 
-type benchCreds string
-
-func (c benchCreds) Resolve(context.Context, string, snapshot.Credential) (string, error) {
-	return string(c), nil
-}
-
-// newBenchStack starts mock alpha and the gateway (production server
-// timeouts, warn-level JSON logs to io.Discard, ledger in a temp dir).
+// newBenchStack starts the local stack (gateway/localstack: production
+// server timeouts, warn-level JSON logs to io.Discard, ledger in a temp dir)
+// with one more alias, named like the provider model, for key "bench".
 func newBenchStack(b *testing.B) *benchStack {
 	b.Helper()
 	const upstreamKey = "bench-upstream-credential-0123456789"
-	mock, err := mockproviders.NewHandler(mockproviders.Options{Flavor: mockproviders.Alpha, RequireKey: upstreamKey})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ms := httptest.NewServer(mock)
-	b.Cleanup(ms.Close)
-
-	key, prefix, hash, err := keyformat.Generate()
-	if err != nil {
-		b.Fatal(err)
-	}
-	zero := 0
-	snap := &snapshot.Snapshot{
-		Providers: []snapshot.Provider{{Name: "alpha", Protocol: snapshot.ProtocolOpenAI, BaseURL: ms.URL,
-			Credential: &snapshot.Credential{File: "in-process"}}},
-		Aliases: []snapshot.Alias{{Name: benchModel, Primary: snapshot.Route{Provider: "alpha", Model: benchModel},
-			MaxFallbacks: &zero}},
-		Keys: []snapshot.Key{{ID: "bench", Prefix: prefix, Hash: hash, Models: []string{"*"},
-			RateLimit: snapshot.RateLimit{RPM: 100_000_000, Burst: 1_000_000}}},
-	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ledger, err := usage.Open(context.Background(), filepath.Join(b.TempDir(), "usage.db"), usage.Options{Logger: log})
+	st, err := localstack.Start(context.Background(), localstack.Options{Dir: b.TempDir(), AlphaKey: upstreamKey, Logger: log,
+		Mutate: localstack.ForBenchmarks(benchModel)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := server.New(server.Options{Ledger: ledger, Logger: log, Credentials: benchCreds(upstreamKey)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := srv.Apply(context.Background(), snap); err != nil {
-		b.Fatal(err)
-	}
-	gw := httptest.NewUnstartedServer(srv.Handler())
-	gw.Config = server.HTTPServer("", srv.Handler())
-	gw.Start()
-	b.Cleanup(func() { gw.Close(); _ = ledger.Close() }) // LIFO: gateway first, then ledger
+	b.Cleanup(func() { _ = st.Close() })
 
 	tr := &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 256, DisableCompression: true}
 	b.Cleanup(tr.CloseIdleConnections)
 	return &benchStack{
 		client:  &http.Client{Transport: tr, Timeout: 30 * time.Second},
-		direct:  benchTarget{url: ms.URL + "/v1/chat/completions", auth: "Bearer " + upstreamKey},
-		gateway: benchTarget{url: gw.URL + "/v1/chat/completions", auth: "Bearer " + key},
+		direct:  benchTarget{url: st.AlphaURL + "/v1/chat/completions", auth: "Bearer " + upstreamKey},
+		gateway: benchTarget{url: st.URL + "/v1/chat/completions", auth: "Bearer " + st.KeyA},
 	}
 }
 

@@ -6,14 +6,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmgw/llmgw/api/keyformat"
 	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/gateway/localstack"
 	"github.com/llmgw/llmgw/gateway/server"
 	"github.com/llmgw/llmgw/gateway/usage"
 	"github.com/llmgw/llmgw/mockproviders"
@@ -27,12 +26,13 @@ const (
 	betaSecret  = "beta-upstream-secret-9876543210"
 )
 
-// harness is a real gateway over real mock providers, all on loopback.
+// harness is the local stack (gateway/localstack): a real gateway process
+// fed from a snapshot file, over real mock providers, all on loopback.
 type harness struct {
 	t      *testing.T
-	alpha  *httptest.Server
-	beta   *httptest.Server
-	gw     *httptest.Server
+	alpha  *endpoint
+	beta   *endpoint
+	gw     *endpoint
 	srv    *server.Server
 	ledger *usage.Ledger
 	dbPath string
@@ -42,89 +42,45 @@ type harness struct {
 	logs   *testutil.SyncBuffer
 }
 
-type staticCreds map[string]string
+// endpoint is one listener of the stack.
+type endpoint struct{ URL string }
 
-func (c staticCreds) Resolve(_ context.Context, provider string, _ snapshot.Credential) (string, error) {
-	return c[provider], nil
-}
-
+// newHarness starts the demo stack with short timeouts, so failure paths are
+// quick, and limits no test reaches unless it means to; mutate edits the
+// snapshot before the gateway loads it.
 func newHarness(t *testing.T, mutate ...func(*snapshot.Snapshot)) *harness {
 	t.Helper()
 	h := &harness{t: t, logs: &testutil.SyncBuffer{}}
-	h.alpha = mockServer(t, mockproviders.Alpha, alphaSecret)
-	h.beta = mockServer(t, mockproviders.Beta, betaSecret)
-	var err error
-	h.keyA, _, _, err = keyformat.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.keyB, _, _, _ = keyformat.Generate()
-	h.snap = testSnapshot(h.alpha.URL, h.beta.URL, h.keyA, h.keyB)
-	for _, m := range mutate {
-		m(h.snap)
-	}
-	h.dbPath = filepath.Join(t.TempDir(), "usage.db")
 	log := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h.ledger, err = usage.Open(context.Background(), h.dbPath, usage.Options{Logger: log})
+	st, err := localstack.Start(context.Background(), localstack.Options{Dir: t.TempDir(),
+		AlphaKey: alphaSecret, BetaKey: betaSecret, Logger: log, DrainTimeout: 2 * time.Second,
+		Mutate: func(s *snapshot.Snapshot) {
+			to := snapshot.Timeouts{TotalMs: 5000, AttemptMs: 1000, FirstChunkMs: 1000, IdleMs: 500}
+			for i := range s.Aliases {
+				s.Aliases[i].Timeouts = to
+			}
+			for i := range s.Keys {
+				s.Keys[i].RateLimit = snapshot.RateLimit{RPM: 6000, Burst: 1000}
+			}
+			for _, m := range mutate {
+				m(s)
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.srv, err = server.New(server.Options{Ledger: h.ledger, Logger: log,
-		Credentials: staticCreds{"alpha": alphaSecret, "beta": betaSecret}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.srv.Apply(context.Background(), h.snap); err != nil {
-		t.Fatalf("apply: %v", err)
-	}
-	h.gw = httptest.NewServer(h.srv.Handler())
 	t.Cleanup(func() {
-		h.gw.Close()
-		_ = h.ledger.Close()
+		if err := st.Close(); err != nil {
+			t.Errorf("closing the stack: %v", err)
+		}
 		h.assertNoSecretsLogged()
 	})
-	return h
-}
-
-func mockServer(t *testing.T, f mockproviders.Flavor, key string) *httptest.Server {
-	t.Helper()
-	hd, err := mockproviders.NewHandler(mockproviders.Options{Flavor: f, RequireKey: key})
-	if err != nil {
+	h.alpha, h.beta, h.gw = &endpoint{st.AlphaURL}, &endpoint{st.BetaURL}, &endpoint{st.URL}
+	h.srv, h.ledger, h.dbPath, h.keyA, h.keyB = st.Server, st.Ledger, st.DBPath, st.KeyA, st.KeyB
+	if h.snap, err = snapshot.LoadFile(st.SnapshotPath); err != nil {
 		t.Fatal(err)
 	}
-	s := httptest.NewServer(hd)
-	t.Cleanup(s.Close)
-	return s
-}
-
-// testSnapshot mirrors the demo stack with short timeouts so failure paths
-// are quick.
-func testSnapshot(alphaURL, betaURL, keyA, keyB string) *snapshot.Snapshot {
-	zero, one := 0, 1
-	to := snapshot.Timeouts{TotalMs: 5000, AttemptMs: 1000, FirstChunkMs: 1000, IdleMs: 500}
-	key := func(id, plain string, models ...string) snapshot.Key {
-		prefix, _ := keyformat.PrefixOf(plain)
-		return snapshot.Key{ID: id, Prefix: prefix, Hash: keyformat.Hash(plain), Models: models,
-			RateLimit: snapshot.RateLimit{RPM: 6000, Burst: 1000}}
-	}
-	cred := &snapshot.Credential{File: "unused-in-tests"}
-	return &snapshot.Snapshot{
-		Providers: []snapshot.Provider{
-			{Name: "alpha", Protocol: snapshot.ProtocolOpenAI, BaseURL: alphaURL, Credential: cred},
-			{Name: "beta", Protocol: snapshot.ProtocolAnthropic, BaseURL: betaURL, Credential: cred},
-		},
-		Aliases: []snapshot.Alias{
-			{Name: "chat-alpha", Primary: snapshot.Route{Provider: "alpha", Model: "alpha-large"},
-				Fallbacks: []snapshot.Route{{Provider: "beta", Model: "beta-large"}}, MaxFallbacks: &one, Timeouts: to},
-			{Name: "chat-beta", Primary: snapshot.Route{Provider: "beta", Model: "beta-large"},
-				Fallbacks: []snapshot.Route{{Provider: "alpha", Model: "alpha-large"}}, MaxFallbacks: &one, Timeouts: to},
-			{Name: "chat-restricted", Primary: snapshot.Route{Provider: "alpha", Model: "alpha-small"}, MaxFallbacks: &zero, Timeouts: to},
-		},
-		Keys: []snapshot.Key{
-			key("key-a", keyA, "chat-alpha", "chat-beta", "chat-restricted"),
-			key("key-b", keyB, "chat-alpha", "chat-beta"),
-		},
-	}
+	return h
 }
 
 // chatBody builds a request; directive (if any) becomes the @mock line.
@@ -200,7 +156,7 @@ func (r response) errorBody(t *testing.T) errorBody {
 }
 
 // mockCalls reads a mock's call counters.
-func mockCalls(t *testing.T, s *httptest.Server) mockproviders.Calls {
+func mockCalls(t *testing.T, s *endpoint) mockproviders.Calls {
 	t.Helper()
 	resp, err := http.Get(s.URL + "/mock/calls")
 	if err != nil {
