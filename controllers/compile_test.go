@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -154,14 +155,171 @@ func TestCompileGolden(t *testing.T) {
 }
 
 // TestCompileIsPure: Compile must not mutate its inputs (they come from the
-// informer cache, which is shared).
+// informer cache, which is shared). The inputs are deep-copied before the call
+// and compared deeply after it, so a change made through a pointer (a
+// GatewayKey's rateLimit or expiresAt, a ModelAlias's timeouts, a Secret's key
+// list) is seen, not only a change to the top-level values.
 func TestCompileIsPure(t *testing.T) {
-	in := loadInputs(t, "testdata/keys.yaml", "testdata/conflicts.yaml")
-	before := fmt.Sprintf("%#v", in)
-	Compile(in)
-	if after := fmt.Sprintf("%#v", in); after != before {
-		t.Fatal("Compile mutated its inputs")
+	files, err := filepath.Glob("testdata/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no inputs: %v", err)
 	}
+	cases := map[string][]string{}
+	for _, f := range files {
+		cases[strings.TrimSuffix(filepath.Base(f), ".yaml")] = []string{f}
+	}
+	if cases["samples"], err = filepath.Glob("../config/samples/llmgw_*.yaml"); err != nil || len(cases["samples"]) == 0 {
+		t.Fatalf("no samples: %v", err)
+	}
+	for name, paths := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := loadInputs(t, paths...)
+			before := deepCopyInputs(in)
+			if diff := diffInputs(before, in); diff != "" {
+				t.Fatalf("deepCopyInputs is not a faithful copy:\n%s", diff)
+			}
+			Compile(in)
+			if diff := diffInputs(before, in); diff != "" {
+				t.Fatalf("Compile mutated its inputs:\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDiffInputsSeesThroughPointers keeps TestCompileIsPure honest: a change
+// behind a pointer, in a copy that shares nothing with the original, must be
+// reported.
+func TestDiffInputsSeesThroughPointers(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no inputs: %v", err)
+	}
+	in := loadInputs(t, files...) // every kind and optional field occurs somewhere
+	mutations := map[string]func(*Inputs) bool{
+		"key rateLimit": func(in *Inputs) bool {
+			for i := range in.Keys {
+				if rl := in.Keys[i].Spec.RateLimit; rl != nil {
+					rl.Burst++
+					return true
+				}
+			}
+			return false
+		},
+		"key expiresAt": func(in *Inputs) bool {
+			for i := range in.Keys {
+				if e := in.Keys[i].Spec.ExpiresAt; e != nil {
+					e.Time = e.Add(time.Second)
+					return true
+				}
+			}
+			return false
+		},
+		"alias fallback": func(in *Inputs) bool {
+			for i := range in.Aliases {
+				if len(in.Aliases[i].Spec.Fallbacks) > 0 {
+					in.Aliases[i].Spec.Fallbacks[0].Model += "x"
+					return true
+				}
+			}
+			return false
+		},
+		"alias maxFallbacks": func(in *Inputs) bool {
+			for i := range in.Aliases {
+				if m := in.Aliases[i].Spec.MaxFallbacks; m != nil {
+					*m++
+					return true
+				}
+			}
+			return false
+		},
+		"secret keys": func(in *Inputs) bool {
+			for _, ks := range in.Secrets {
+				if len(ks) > 0 {
+					ks[0] += "x"
+					return true
+				}
+			}
+			return false
+		},
+	}
+	for name, mutate := range mutations {
+		mutated := deepCopyInputs(in)
+		if !mutate(&mutated) {
+			t.Errorf("%s: the testdata has nothing to mutate", name)
+			continue
+		}
+		if diffInputs(in, mutated) == "" {
+			t.Errorf("%s: a change through a pointer is not reported", name)
+		}
+		if diffInputs(in, deepCopyInputs(in)) != "" {
+			t.Fatalf("%s: the copy shares memory with the original", name)
+		}
+	}
+}
+
+// deepCopyInputs copies in so that no memory is shared with it, through the
+// generated DeepCopy of each object.
+func deepCopyInputs(in Inputs) Inputs {
+	out := in // Namespace, Now and Limits are plain values
+	out.Providers = deepCopyEach(in.Providers, (*v1alpha1.ProviderEndpoint).DeepCopy)
+	out.Aliases = deepCopyEach(in.Aliases, (*v1alpha1.ModelAlias).DeepCopy)
+	out.Keys = deepCopyEach(in.Keys, (*v1alpha1.GatewayKey).DeepCopy)
+	if in.Secrets != nil {
+		out.Secrets = make(map[string][]string, len(in.Secrets))
+		for name, keys := range in.Secrets {
+			out.Secrets[name] = slices.Clone(keys)
+		}
+	}
+	return out
+}
+
+func deepCopyEach[T any](s []T, deepCopy func(*T) *T) []T {
+	if s == nil {
+		return nil
+	}
+	out := make([]T, len(s))
+	for i := range s {
+		out[i] = *deepCopy(&s[i])
+	}
+	return out
+}
+
+// diffInputs is "" when want and got are deeply equal (reflect.DeepEqual,
+// which follows pointers), else it names what differs and shows both sides.
+func diffInputs(want, got Inputs) string {
+	if reflect.DeepEqual(want, got) {
+		return ""
+	}
+	var b strings.Builder
+	show := func(what string, w, g any) {
+		if reflect.DeepEqual(w, g) {
+			return
+		}
+		wy, _ := yaml.Marshal(w)
+		gy, _ := yaml.Marshal(g)
+		fmt.Fprintf(&b, "%s differs\n--- before\n%s--- after\n%s", what, wy, gy)
+	}
+	show("namespace", want.Namespace, got.Namespace)
+	show("now", want.Now, got.Now)
+	show("limits", want.Limits, got.Limits)
+	show("secrets", want.Secrets, got.Secrets)
+	for _, l := range []struct {
+		kind      string
+		want, got any
+	}{{"ProviderEndpoint", want.Providers, got.Providers}, {"ModelAlias", want.Aliases, got.Aliases}, {"GatewayKey", want.Keys, got.Keys}} {
+		w, g := reflect.ValueOf(l.want), reflect.ValueOf(l.got)
+		if w.Len() != g.Len() || w.IsNil() != g.IsNil() {
+			show(l.kind+" list", l.want, l.got)
+			continue
+		}
+		for i := range w.Len() {
+			show(fmt.Sprintf("%s #%d", l.kind, i), w.Index(i).Interface(), g.Index(i).Interface())
+		}
+	}
+	if b.Len() == 0 {
+		fmt.Fprintf(&b, "before: %#v\nafter:  %#v\n", want, got)
+	}
+	return b.String()
 }
 
 // TestCompileNeverLeaksPlaintext: a key pasted into any free-text field, or
