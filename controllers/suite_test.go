@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"path/filepath"
@@ -20,15 +19,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
+
+	"github.com/llmgw/llmgw/test/testutil"
 )
 
 // The envtest suite: a real kube-apiserver + etcd (built from source by
-// hack/envtest.sh) with the CRDs from config/crd/bases. KUBEBUILDER_ASSETS
-// picks the binaries; without it bin/k8s/$K8S_VERSION is used if built. If
-// neither exists the suite is skipped, unless LLMGW_REQUIRE_ENVTEST is set
-// (CI sets it, so a missing control plane fails instead of passing quietly).
+// hack/envtest.sh) with the CRDs from config/crd/bases. The binaries are found,
+// or the suite skipped (failed under LLMGW_REQUIRE_ENVTEST=1, which make test
+// sets), by testutil.RequireEnvtest, the gate every envtest suite shares.
 
 var (
+	assets    string // the envtest binaries, from testutil.RequireEnvtest
 	cfg       *rest.Config
 	k8sClient client.Client
 	testEnv   *envtest.Environment
@@ -37,19 +38,13 @@ var (
 )
 
 func TestEnvtest(t *testing.T) {
+	assets = testutil.RequireEnvtest(t)
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "controllers envtest suite")
 }
 
 var _ = BeforeSuite(func() {
 	logf.SetLogger(funcr.New(func(prefix, args string) { GinkgoWriter.Println(prefix, args) }, funcr.Options{Verbosity: 1}))
-	assets := envtestAssets()
-	if assets == "" {
-		if os.Getenv("LLMGW_REQUIRE_ENVTEST") != "" {
-			Fail("LLMGW_REQUIRE_ENVTEST is set but no envtest binaries were found: run make envtest or set KUBEBUILDER_ASSETS")
-		}
-		Skip("no envtest binaries (make envtest, or KUBEBUILDER_ASSETS): skipping the envtest suite")
-	}
 	suiteCtx, stopSuite = context.WithCancel(context.Background())
 	testEnv = &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
@@ -74,29 +69,6 @@ var _ = AfterSuite(func() {
 		Expect(testEnv.Stop()).To(Succeed())
 	}
 })
-
-// envtestAssets: $KUBEBUILDER_ASSETS, else bin/k8s/$K8S_VERSION when it holds
-// a kube-apiserver.
-func envtestAssets() string {
-	if a := os.Getenv("KUBEBUILDER_ASSETS"); a != "" {
-		return a
-	}
-	f, err := os.Open(filepath.Join("..", "hack", "versions.env"))
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "K8S_VERSION="); ok {
-			dir, _ := filepath.Abs(filepath.Join("..", "bin", "k8s", v))
-			if _, err := os.Stat(filepath.Join(dir, "kube-apiserver")); err == nil {
-				return dir
-			}
-		}
-	}
-	return ""
-}
 
 // objectsFromYAML parses a multi-document YAML into unstructured objects,
 // placed in ns when ns is non-empty.

@@ -1,13 +1,13 @@
 // Package testutil holds the small helpers several test packages share:
-// a goroutine-safe log buffer, the envtest gate, and the probes of the
-// hot-load tests (one chat call, wait until served, a steady load).
+// a goroutine-safe log buffer, the envtest gate (RequireEnvtest, the one
+// every envtest suite goes through), and the probes of the hot-load tests
+// (one chat call, wait until served, a steady load).
 package testutil
 
 import (
 	"bytes"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,20 +31,6 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// RequireEnvtest skips a test that needs the envtest control plane when
-// KUBEBUILDER_ASSETS is unset, and fails it instead when the run demands
-// envtest (make test sets LLMGW_REQUIRE_ENVTEST; CI sets CI).
-func RequireEnvtest(t *testing.T) {
-	t.Helper()
-	if os.Getenv("KUBEBUILDER_ASSETS") != "" {
-		return
-	}
-	if os.Getenv("LLMGW_REQUIRE_ENVTEST") != "" || os.Getenv("CI") != "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set; run through make test (it builds envtest)")
-	}
-	t.Skip("KUBEBUILDER_ASSETS not set; run `make envtest` and use `make test`")
 }
 
 // ChatStatus sends one minimal chat request and returns its HTTP status
