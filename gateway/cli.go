@@ -2,13 +2,18 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/gateway/peers"
 	"github.com/llmgw/llmgw/gateway/source"
 )
 
@@ -30,6 +35,11 @@ func Main(ctx context.Context, args []string) error {
 	fs.StringVar(&ks.ConfigMap, "configmap", snapshot.DefaultConfigMapName, "with --kubernetes: name of the snapshot ConfigMap (data key "+snapshot.ConfigMapKey+")")
 	fs.DurationVar(&ks.CredentialRefresh, "credential-refresh", 30*time.Second, "with --kubernetes: how often provider credential Secrets are re-read (rotation without restart)")
 	fs.StringVar(&ks.Kubeconfig, "kubeconfig", "", "with --kubernetes: kubeconfig path (default $KUBECONFIG, ~/.kube/config, then in-cluster)")
+	pc := peers.Config{}
+	fs.StringVar(&pc.Service, "peers-service", "", "headless Service of the gateway StatefulSet: GET /v1/usage then merges every replica's records (empty: this replica's only)")
+	fs.IntVar(&pc.Replicas, "replicas", 1, "with --peers-service: the StatefulSet's replica count (replicas 0..N-1 are expected; one that does not answer is reported missing)")
+	fs.StringVar(&pc.Self, "pod-name", envOr("POD_NAME", ""), "with --peers-service: this pod's name <statefulset>-<ordinal> (default $POD_NAME, else the hostname)")
+	peerTokenFile := fs.String("peer-token-file", "", "file holding the token gateways present to each other on the management port's "+peers.Path+" (required with --peers-service)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: llmgw gateway --snapshot FILE [flags]\n       llmgw gateway --kubernetes [--namespace NS] [--configmap NAME] [flags]\n\nRuns the gateway data plane from a snapshot file (standalone mode) or from the\nsnapshot ConfigMap the controller writes (Kubernetes mode); both reload without a restart.\n\nFlags:")
 		fs.PrintDefaults()
@@ -42,6 +52,9 @@ func Main(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg.Logger = log
+	if err := configurePeers(&cfg, pc, *peerTokenFile); err != nil {
+		return err
+	}
 	switch {
 	case *kubeMode && file.Path != "":
 		return fmt.Errorf("--snapshot and --kubernetes are mutually exclusive")
@@ -73,4 +86,42 @@ func NewLogger(level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
+// configurePeers turns the --peers-* flags into cfg.Peers and cfg.PeerToken.
+func configurePeers(cfg *Config, pc peers.Config, tokenFile string) error {
+	if tokenFile != "" {
+		b, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return fmt.Errorf("--peer-token-file: %w", err)
+		}
+		if cfg.PeerToken = strings.TrimSpace(string(b)); cfg.PeerToken == "" {
+			return fmt.Errorf("--peer-token-file %s is empty", tokenFile)
+		}
+	}
+	if pc.Service == "" {
+		return nil
+	}
+	if cfg.PeerToken == "" {
+		return errors.New("--peers-service needs --peer-token-file")
+	}
+	_, port, err := net.SplitHostPort(cfg.MgmtAddr)
+	if err != nil {
+		return fmt.Errorf("--peers-service needs --mgmt-addr host:port: %w", err)
+	}
+	if pc.Port, err = strconv.Atoi(port); err != nil {
+		return fmt.Errorf("--mgmt-addr port: %w", err)
+	}
+	if pc.Self == "" {
+		if pc.Self, err = os.Hostname(); err != nil {
+			return fmt.Errorf("--pod-name: %w", err)
+		}
+	}
+	pc.Token = cfg.PeerToken
+	set, err := peers.New(pc)
+	if err != nil {
+		return err
+	}
+	cfg.Peers = set
+	return nil
 }

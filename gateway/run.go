@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/llmgw/llmgw/gateway/peers"
 	"github.com/llmgw/llmgw/gateway/server"
 	"github.com/llmgw/llmgw/gateway/source"
 	"github.com/llmgw/llmgw/gateway/usage"
@@ -29,6 +30,11 @@ type Config struct {
 	DBPath       string
 	DrainTimeout time.Duration
 	Logger       *slog.Logger
+	// Peers, when set, makes GET /v1/usage merge the sibling replicas'
+	// records; PeerToken is what siblings must present on the management
+	// port's peer endpoint (which needs MgmtAddr).
+	Peers     server.Peers
+	PeerToken string
 }
 
 // Gateway is a started gateway process: its ledger, its data plane and the
@@ -61,6 +67,9 @@ func Start(ctx context.Context, cfg Config) (g *Gateway, err error) {
 	if cfg.Source == nil {
 		return nil, errors.New("gateway: no snapshot source")
 	}
+	if cfg.PeerToken != "" && cfg.MgmtAddr == "" {
+		return nil, errors.New("gateway: the peer endpoint needs a management address")
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -88,14 +97,14 @@ func Start(ctx context.Context, cfg Config) (g *Gateway, err error) {
 	watchCtx, g.stopWatch = context.WithCancel(ctx)
 	undo = append(undo, g.stopWatch)
 	g.Server, err = server.New(server.Options{Ledger: g.Ledger, Logger: log, Metrics: server.NewMetrics(reg),
-		Credentials: cfg.Source.Credentials()})
+		Credentials: cfg.Source.Credentials(), Peers: cfg.Peers})
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.Source.Start(watchCtx, g.Server); err != nil {
-		return nil, err
-	}
 
+	// Listeners first: /healthz answers while the source is still connecting
+	// (liveness must not depend on the API server); /readyz and the API stay
+	// 503 until a snapshot applies.
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", cfg.Addr, err)
@@ -110,10 +119,22 @@ func Start(ctx context.Context, cfg Config) (g *Gateway, err error) {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		if cfg.PeerToken != "" {
+			mux.Handle("GET "+peers.Path, g.Server.PeerUsageHandler(cfg.PeerToken))
+		}
 		g.mgmt = &http.Server{Addr: cfg.MgmtAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { g.errc <- g.mgmt.Serve(mln) }()
 	}
 	go func() { g.errc <- g.data.Serve(ln) }()
+	undo = append(undo, func() {
+		_ = g.data.Close()
+		if g.mgmt != nil {
+			_ = g.mgmt.Close()
+		}
+	})
+	if err := cfg.Source.Start(watchCtx, g.Server); err != nil {
+		return nil, err
+	}
 	log.Info("gateway serving", "addr", g.Addr, "mgmt_addr", cfg.MgmtAddr, "snapshot", g.Server.Version())
 	return g, nil
 }

@@ -116,6 +116,10 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 			message: "the usage store could not be read"}, reqID)
 		return
 	}
+	if s.peers != nil {
+		s.writeUsageAcrossReplicas(w, r, k.ID, recs, more, limit, reqID)
+		return
+	}
 	out := listJSON[recordJSON]{Object: "list", Data: make([]recordJSON, 0, len(recs)), HasMore: &more, NextCursor: next}
 	for _, rec := range recs {
 		out.Data = append(out.Data, toRecordJSON(rec))

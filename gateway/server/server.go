@@ -23,6 +23,8 @@ type Options struct {
 	Logger      *slog.Logger
 	Credentials CredentialSource
 	Metrics     *Metrics
+	// Peers, when set, makes GET /v1/usage answer across gateway replicas.
+	Peers Peers
 	// Now is the clock; tests may pin it.
 	Now func() time.Time
 }
@@ -33,6 +35,7 @@ type Server struct {
 	log      *slog.Logger
 	creds    CredentialSource
 	metrics  *Metrics
+	peers    Peers
 	now      func() time.Time
 	state    atomic.Pointer[state]
 	limiter  ratelimit.Limiter
@@ -51,7 +54,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Ledger == nil {
 		return nil, errors.New("server: a usage ledger is required")
 	}
-	s := &Server{ledger: opts.Ledger, log: opts.Logger, creds: opts.Credentials, metrics: opts.Metrics, now: opts.Now}
+	s := &Server{ledger: opts.Ledger, log: opts.Logger, creds: opts.Credentials, metrics: opts.Metrics, now: opts.Now, peers: opts.Peers}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

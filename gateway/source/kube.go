@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,7 +37,22 @@ type Kube struct {
 	cfg    KubeConfig
 	client kubernetes.Interface
 	log    *slog.Logger
+
+	// applyMu serializes Apply calls from the informer and the retry loop,
+	// so an older snapshot can never land after a newer one.
+	applyMu sync.Mutex
+	// pending is the newest snapshot the sink refused (say, a credential
+	// Secret that could not be read yet); it is retried with backoff until
+	// it applies or a newer one arrives.
+	pending *snapshot.Snapshot
+	kick    chan struct{}
 }
+
+// Retry bounds for a refused snapshot.
+const (
+	retryMin = 500 * time.Millisecond
+	retryMax = 30 * time.Second
+)
 
 // NewKube connects to the API server (no request is made yet).
 func NewKube(cfg KubeConfig) (*Kube, error) {
@@ -60,7 +76,7 @@ func NewKube(cfg KubeConfig) (*Kube, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Kube{cfg: cfg, client: cs, log: log}, nil
+	return &Kube{cfg: cfg, client: cs, log: log, kick: make(chan struct{}, 1)}, nil
 }
 
 // Credentials reads `credential.secretName/secretKey` references.
@@ -68,32 +84,78 @@ func (k *Kube) Credentials() server.CredentialSource {
 	return SecretCredentials{Client: k.client, Namespace: k.cfg.Namespace}
 }
 
-// Start returns once the ConfigMap informer has synced. Without a valid
-// snapshot by then the sink keeps answering 503 not_ready until one arrives.
+// Start starts the ConfigMap informer and returns at once: the API server may
+// be unreachable for a while, and the process must serve its liveness probe
+// meanwhile. Until a valid snapshot applies, the sink answers 503 not_ready.
 func (k *Kube) Start(ctx context.Context, sink Sink) error {
-	apply := func(s *snapshot.Snapshot) { _ = sink.Apply(ctx, s) } // a rejection is logged and reported by Apply
-	if err := watch(ctx, k.client, k.cfg.Namespace, k.cfg.ConfigMap, apply, sink.ReportReloadError); err != nil {
-		return err
-	}
-	if k.cfg.CredentialRefresh > 0 {
-		go refreshEvery(ctx, k.cfg.CredentialRefresh, sink)
-	}
-	if sink.Version() == "" {
-		k.log.Warn("no valid snapshot yet; serving 503 not_ready until one arrives", "namespace", k.cfg.Namespace, "configmap", k.cfg.ConfigMap)
-	}
+	go func() {
+		if err := watch(ctx, k.client, k.cfg.Namespace, k.cfg.ConfigMap, func(s *snapshot.Snapshot) { k.apply(ctx, sink, s) }, sink.ReportReloadError); err != nil {
+			return // ctx ended before the first sync
+		}
+		if sink.Version() == "" {
+			k.log.Warn("no valid snapshot yet; serving 503 not_ready until one arrives", "namespace", k.cfg.Namespace, "configmap", k.cfg.ConfigMap)
+		}
+	}()
+	go k.maintain(ctx, sink)
 	return nil
 }
 
-func refreshEvery(ctx context.Context, every time.Duration, sink Sink) {
-	t := time.NewTicker(every)
+// apply hands s to the sink; a refusal (logged and reported by the sink)
+// leaves s pending for the retry loop.
+func (k *Kube) apply(ctx context.Context, sink Sink, s *snapshot.Snapshot) {
+	k.applyMu.Lock()
+	defer k.applyMu.Unlock()
+	k.pending = nil
+	if err := sink.Apply(ctx, s); err != nil {
+		k.pending = s
+		select {
+		case k.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// maintain retries a refused snapshot with backoff (so a Secret that was
+// missing or unreadable at first is picked up without any CR change) and,
+// while nothing is pending, re-reads the running snapshot's credentials every
+// CredentialRefresh so that a rotated Secret is used without a restart.
+func (k *Kube) maintain(ctx context.Context, sink Sink) {
+	backoff := retryMin
+	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
+		k.applyMu.Lock()
+		pending := k.pending != nil
+		k.applyMu.Unlock()
+		var wait <-chan time.Time
+		switch {
+		case pending:
+			t.Reset(backoff)
+			wait = t.C
+		case k.cfg.CredentialRefresh > 0:
+			backoff = retryMin
+			t.Reset(k.cfg.CredentialRefresh)
+			wait = t.C
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-k.kick:
+			backoff = retryMin // a new refusal: its own backoff
+			continue
+		case <-wait:
+		}
+		k.applyMu.Lock()
+		if s := k.pending; s != nil {
+			if sink.Apply(ctx, s) == nil {
+				k.pending = nil
+			} else {
+				backoff = min(2*backoff, retryMax)
+			}
+		} else if k.cfg.CredentialRefresh > 0 {
 			_ = sink.Refresh(ctx) // a failure is logged and reported; the old credentials stay
 		}
+		k.applyMu.Unlock()
 	}
 }
 

@@ -86,10 +86,6 @@ func TestKubernetesHotLoad(t *testing.T) {
 	as, bs := httptest.NewServer(alpha), httptest.NewServer(beta)
 	defer as.Close()
 	defer bs.Close()
-	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "beta-cred"},
-		Data: map[string][]byte{"apiKey": []byte("stale-secret-before-rotation")}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	keyA, _, _, _ := keyformat.Generate()
 	keyB, _, _, _ := keyformat.Generate()
 	snap := localstack.Demo(as.URL, bs.URL, keyA, keyB)
@@ -123,7 +119,25 @@ func TestKubernetesHotLoad(t *testing.T) {
 		t.Helper()
 		return testutil.WaitServed(t, what, 10*time.Second, cond)
 	}
-	waitServed("first snapshot", func() bool { return chat(keyA, "chat-alpha") == 200 })
+	// The snapshot names a Secret that does not exist yet: the gateway is
+	// alive but not ready, and refuses chat with 503 not_ready.
+	waitServed("refusal reported", func() bool { return lastReloadError(base) != "" })
+	if c := httpStatus(t, base+"/healthz"); c != 200 {
+		t.Fatalf("/healthz before any snapshot: %d, want 200", c)
+	}
+	if c := httpStatus(t, base+"/readyz"); c != 503 {
+		t.Fatalf("/readyz with the credential Secret missing: %d, want 503", c)
+	}
+	if c := chat(keyA, "chat-alpha"); c != 503 {
+		t.Fatalf("chat with the credential Secret missing: %d, want 503", c)
+	}
+	// Creating the Secret is enough: the refused snapshot is retried, with
+	// no ConfigMap or CR change.
+	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "beta-cred"},
+		Data: map[string][]byte{"apiKey": []byte("stale-secret-before-rotation")}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitServed("first snapshot once its Secret exists", func() bool { return chat(keyA, "chat-alpha") == 200 })
 
 	// Mock beta rejects the stale Secret value (a gateway misconfiguration:
 	// 502, never 401); after rotating the Secret, the gateway injects the new
@@ -175,20 +189,7 @@ func TestKubernetesHotLoad(t *testing.T) {
 
 	// An invalid snapshot is rejected and the running one kept.
 	putSnapshot(t, cs, ns, `{"version":"nope"}`)
-	waitServed("invalid snapshot reported", func() bool {
-		resp, err := http.Get(base + "/health")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		var h struct {
-			Snapshot struct {
-				LastReloadError string `json:"last_reload_error"`
-			} `json:"snapshot"`
-		}
-		_ = json.NewDecoder(resp.Body).Decode(&h)
-		return h.Snapshot.LastReloadError != ""
-	})
+	waitServed("invalid snapshot reported", func() bool { return lastReloadError(base) != "" })
 
 	// A disabled key → 401 within the hot-load bound; measure the latency of
 	// ConfigMap update → served, repeatedly.
@@ -213,4 +214,29 @@ func TestKubernetesHotLoad(t *testing.T) {
 	if p99 > time.Second {
 		t.Fatalf("hot-load latency p99 %v exceeds 1s", p99)
 	}
+}
+
+func httpStatus(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func lastReloadError(base string) string {
+	resp, err := http.Get(base + "/health")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Snapshot struct {
+			LastReloadError string `json:"last_reload_error"`
+		} `json:"snapshot"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&h)
+	return h.Snapshot.LastReloadError
 }

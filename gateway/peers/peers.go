@@ -1,0 +1,150 @@
+// Package peers lets one gateway replica read the usage records that its
+// StatefulSet siblings hold, so that `GET /v1/usage` shows a key all of its
+// records whichever replica answers.
+//
+// Replicas are addressed by their stable StatefulSet names through the
+// headless Service (<statefulset>-<ordinal>.<service>), on the management
+// port, which the client Service does not expose; each call carries a token
+// only gateways hold. The expected set is ordinals 0..Replicas-1, so a
+// replica that is down is reported missing rather than silently absent.
+package peers
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Path is the peer usage endpoint on the management port.
+const Path = "/peer/v1/usage"
+
+// Config describes this replica and its siblings.
+type Config struct {
+	Self     string // this pod's name: <statefulset>-<ordinal>
+	Service  string // the headless Service, e.g. llmgw-gateway-peers
+	Replicas int    // the StatefulSet's replica count
+	Port     int    // the peers' management port
+	Token    string // shared secret of the gateways
+	Timeout  time.Duration
+	Client   *http.Client
+}
+
+// Page is one replica's answer: its newest records of the key after the
+// cursor (JSON objects as /v1/usage writes them), and whether it has more.
+type Page struct {
+	Replica string
+	Data    []json.RawMessage
+	HasMore bool
+}
+
+// Set is the sibling replicas of this one.
+type Set struct {
+	cfg    Config
+	others []string
+}
+
+// New checks cfg and derives the siblings' names from this pod's name.
+func New(cfg Config) (*Set, error) {
+	i := strings.LastIndexByte(cfg.Self, '-')
+	if i <= 0 {
+		return nil, fmt.Errorf("peers: pod name %q is not <statefulset>-<ordinal>", cfg.Self)
+	}
+	if _, err := strconv.Atoi(cfg.Self[i+1:]); err != nil {
+		return nil, fmt.Errorf("peers: pod name %q is not <statefulset>-<ordinal>", cfg.Self)
+	}
+	switch {
+	case cfg.Service == "":
+		return nil, errors.New("peers: the headless Service name is required")
+	case cfg.Replicas < 1:
+		return nil, errors.New("peers: replicas must be at least 1")
+	case cfg.Port < 1 || cfg.Port > 65535:
+		return nil, fmt.Errorf("peers: invalid port %d", cfg.Port)
+	case cfg.Token == "":
+		return nil, errors.New("peers: a token is required")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 3 * time.Second
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{}
+	}
+	s := &Set{cfg: cfg}
+	for n := 0; n < cfg.Replicas; n++ {
+		if name := cfg.Self[:i+1] + strconv.Itoa(n); name != cfg.Self {
+			s.others = append(s.others, name)
+		}
+	}
+	return s, nil
+}
+
+// Others are the sibling replicas' names.
+func (s *Set) Others() []string { return s.others }
+
+// Usage asks every sibling, in parallel, for keyID's records after cursor.
+// It returns the pages of those that answered and the names of those that
+// did not (down, unreachable, or answering with an error).
+func (s *Set) Usage(ctx context.Context, keyID string, limit int, cursor string) (pages []Page, missing []string) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, name := range s.others {
+		wg.Go(func() {
+			p, err := s.fetch(ctx, name, keyID, limit, cursor)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				missing = append(missing, name)
+				return
+			}
+			pages = append(pages, p)
+		})
+	}
+	wg.Wait()
+	return pages, missing
+}
+
+func (s *Set) fetch(ctx context.Context, name, keyID string, limit int, cursor string) (Page, error) {
+	q := url.Values{"key_id": {keyID}, "limit": {strconv.Itoa(limit)}}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	u := fmt.Sprintf("http://%s.%s:%d%s?%s", name, s.cfg.Service, s.cfg.Port, Path, q.Encode())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return Page{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.cfg.Token)
+	resp, err := s.cfg.Client.Do(req)
+	if err != nil {
+		return Page{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		return Page{}, fmt.Errorf("peer %s: HTTP %d", name, resp.StatusCode)
+	}
+	var body struct {
+		Data    []json.RawMessage `json:"data"`
+		HasMore bool              `json:"has_more"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&body); err != nil {
+		return Page{}, fmt.Errorf("peer %s: %w", name, err)
+	}
+	return Page{Replica: name, Data: body.Data, HasMore: body.HasMore}, nil
+}
+
+// Authorized reports, in constant time, whether r carries the peers' token.
+func Authorized(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+}

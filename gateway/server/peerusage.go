@@ -1,0 +1,132 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/llmgw/llmgw/gateway/peers"
+	"github.com/llmgw/llmgw/gateway/usage"
+)
+
+// Peers reads one key's usage records from the sibling gateway replicas (a
+// *peers.Set in a StatefulSet; nil when the gateway runs alone).
+type Peers interface {
+	Usage(ctx context.Context, keyID string, limit int, cursor string) (pages []peers.Page, missing []string)
+}
+
+// usageListJSON is GET /v1/usage across replicas: a list in the OpenAI shape
+// that says when a replica did not answer, never a silently shorter list.
+type usageListJSON struct {
+	Object          string            `json:"object"`
+	Data            []json.RawMessage `json:"data"`
+	HasMore         bool              `json:"has_more"`
+	NextCursor      string            `json:"next_cursor,omitempty"`
+	Partial         bool              `json:"partial,omitempty"`
+	MissingReplicas []string          `json:"missing_replicas,omitempty"`
+}
+
+// PeerUsageHandler serves this replica's own records of one key to a
+// sibling. It belongs on the management port only, behind the peers' token.
+func (s *Server) PeerUsageHandler(token string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !peers.Authorized(r, token) {
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "peer token required"})
+			return
+		}
+		q := r.URL.Query()
+		limit, err := strconv.Atoi(q.Get("limit"))
+		if err != nil || limit < 1 || limit > usage.MaxListLimit {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid limit"})
+			return
+		}
+		recs, _, more, err := s.ledger.List(r.Context(), q.Get("key_id"), limit, q.Get("cursor"))
+		if err != nil {
+			code := http.StatusInternalServerError
+			if errors.Is(err, usage.ErrBadCursor) {
+				code = http.StatusBadRequest
+			}
+			writeJSON(w, code, map[string]string{"error": "usage list failed"})
+			return
+		}
+		out := listJSON[recordJSON]{Object: "list", Data: make([]recordJSON, 0, len(recs)), HasMore: &more}
+		for _, rec := range recs {
+			out.Data = append(out.Data, toRecordJSON(rec))
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
+}
+
+// mergeUsage is one page across replicas: the newest limit records by
+// request id (gateway request ids are time-ordered across replicas, so the
+// same cursor is valid on every ledger), each once. There are more when any
+// replica had more or records fell past the page.
+func mergeUsage(local []usage.Record, localMore bool, pages []peers.Page, limit int) (usageListJSON, error) {
+	type entry struct {
+		id  string
+		raw json.RawMessage
+	}
+	seen := map[string]bool{}
+	var all []entry
+	more := localMore
+	add := func(id string, raw json.RawMessage) {
+		if id != "" && !seen[id] {
+			seen[id] = true
+			all = append(all, entry{id, raw})
+		}
+	}
+	for _, rec := range local {
+		raw, err := json.Marshal(toRecordJSON(rec))
+		if err != nil {
+			return usageListJSON{}, err
+		}
+		add(rec.RequestID, raw)
+	}
+	for _, p := range pages {
+		more = more || p.HasMore
+		for _, raw := range p.Data {
+			var head struct {
+				RequestID string `json:"request_id"`
+			}
+			if err := json.Unmarshal(raw, &head); err != nil {
+				return usageListJSON{}, err
+			}
+			add(head.RequestID, raw)
+		}
+	}
+	slices.SortFunc(all, func(a, b entry) int { return strings.Compare(b.id, a.id) })
+	if len(all) > limit {
+		all, more = all[:limit], true
+	}
+	out := usageListJSON{Object: "list", Data: make([]json.RawMessage, 0, len(all)), HasMore: more}
+	for _, e := range all {
+		out.Data = append(out.Data, e.raw)
+	}
+	if more && len(all) > 0 {
+		out.NextCursor = usage.EncodeCursor(all[len(all)-1].id)
+	}
+	return out, nil
+}
+
+// writeUsageAcrossReplicas answers GET /v1/usage with this replica's page
+// merged with its siblings' pages for the same key and cursor.
+func (s *Server) writeUsageAcrossReplicas(w http.ResponseWriter, r *http.Request, keyID string, local []usage.Record, localMore bool, limit int, reqID string) {
+	pages, missing := s.peers.Usage(r.Context(), keyID, limit, r.URL.Query().Get("cursor"))
+	out, err := mergeUsage(local, localMore, pages, limit)
+	if err != nil {
+		s.log.Error("usage merge failed", "request_id", reqID, "err", err)
+		writeError(w, &apiError{status: http.StatusInternalServerError, typ: typeInternal, code: "usage_unavailable",
+			message: "the usage store could not be read"}, reqID)
+		return
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		out.Partial, out.MissingReplicas = true, missing
+		s.log.Warn("usage answered without some replicas", "request_id", reqID, "missing", missing)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
