@@ -94,9 +94,7 @@ func TestWatchFile(t *testing.T) {
 	}
 
 	// An invalid file is reported once, and never delivered.
-	if err := os.WriteFile(path, []byte(`{"limits":{"maxMessages":-1}}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	replaceFile(t, path, []byte(`{"limits":{"maxMessages":-1}}`))
 	w.wait(t)
 	changes, errs = w.settle(t)
 	if len(changes) != 2 || len(errs) != 1 || !strings.Contains(errs[0].Error(), "maxMessages") || !strings.Contains(errs[0].Error(), path) {
@@ -107,7 +105,7 @@ func TestWatchFile(t *testing.T) {
 	// (same version), so the consumer can clear the error it reported.
 	b, _ := snapshot.Encode(s2.Clone())
 	compact := strings.Join(strings.Fields(string(b)), "")
-	os.WriteFile(path, []byte(compact), 0o644)
+	replaceFile(t, path, []byte(compact))
 	w.wait(t)
 	changes, errs = w.settle(t)
 	if len(changes) != 3 || changes[2].Version != v2 || len(errs) != 1 {
@@ -115,7 +113,7 @@ func TestWatchFile(t *testing.T) {
 	}
 
 	// The same bytes again, with no error in between: nothing to deliver.
-	os.WriteFile(path, []byte(compact), 0o644)
+	replaceFile(t, path, []byte(compact))
 	changes, errs = w.settle(t)
 	if len(changes) != 3 || len(errs) != 1 {
 		t.Fatalf("same content again: %d changes, %d errors", len(changes), len(errs))
@@ -123,7 +121,7 @@ func TestWatchFile(t *testing.T) {
 
 	// Other bytes of the same version are delivered: whether that is a new
 	// version is the sink's one rule (server.Apply), not the watcher's.
-	os.WriteFile(path, b, 0o644)
+	replaceFile(t, path, b)
 	w.wait(t)
 	changes, errs = w.settle(t)
 	if len(changes) != 4 || changes[3].Version != v2 || len(errs) != 1 {
@@ -207,5 +205,19 @@ func unwrapAll(err error) error {
 			return err
 		}
 		err = u.Unwrap()
+	}
+}
+
+// replaceFile swaps in new content by rename, as editors and Kubernetes do,
+// so that a poll never sees a torn write (TestWatchIgnoresTransientPartialWrite
+// covers torn writes on purpose).
+func replaceFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
 	}
 }
