@@ -1,6 +1,9 @@
 package controllers
 
 import (
+	"strings"
+	"time"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/llmgw/llmgw/api/v1alpha1"
+	"github.com/llmgw/llmgw/gateway/keys"
 )
 
 // CRUD and schema/CEL validation of each CRD against a real API server. Each
@@ -333,6 +337,35 @@ spec:
 		for _, o := range []client.Object{&gk, &pe, &ma} {
 			Expect(k8sClient.Delete(suiteCtx, o)).To(Succeed())
 			Expect(apierrors.IsNotFound(k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(o), o))).To(BeTrue())
+		}
+	})
+
+	It("accepts the GatewayKey that `llmgw keys create --output yaml` prints, and refuses the ids it refuses", func() {
+		exp := time.Now().Add(time.Hour).Truncate(time.Second)
+		_, entry, err := keys.Create(keys.CreateOptions{ID: "printed.team-a", Models: []string{"chat", "embed"}, RPM: 90, Burst: 3, ExpiresAt: &exp})
+		Expect(err).NotTo(HaveOccurred())
+		doc, err := keys.GatewayKeyYAML(entry, ns)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(create(string(doc), ns)).To(Succeed())
+		var gk v1alpha1.GatewayKey
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: entry.ID}, &gk)).To(Succeed())
+		Expect(gk.Spec.KeyHash).To(Equal(entry.Hash))
+		Expect(gk.Spec.KeyPrefix).To(Equal(entry.Prefix))
+		Expect(gk.Spec.Models).To(Equal([]string{"chat", "embed"}))
+		Expect(gk.Spec.RateLimit).To(Equal(&v1alpha1.RateLimit{RequestsPerMinute: 90, Burst: 3}))
+		Expect(gk.Spec.ExpiresAt.Time.Equal(exp)).To(BeTrue())
+		Expect(k8sClient.Delete(suiteCtx, &gk)).To(Succeed())
+
+		// Both sides apply the same name rule.
+		for _, id := range []string{"a..b", "a-.b", "-a", "A", strings.Repeat("a", 254)} {
+			_, _, err := keys.Create(keys.CreateOptions{ID: id, Models: []string{"*"}})
+			Expect(err).To(HaveOccurred(), "llmgw keys accepts %q", id)
+			apiErr := create(`
+apiVersion: llmgw.dev/v1alpha1
+kind: GatewayKey
+metadata: {name: "`+id+`"}
+spec: {keyHash: `+hash+`, keyPrefix: lgw_badname000, models: ["*"]}`, ns)
+			Expect(apiErr).To(HaveOccurred(), "the API server accepts %q", id)
 		}
 	})
 
