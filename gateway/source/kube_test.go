@@ -156,7 +156,9 @@ func TestKubernetesHotLoad(t *testing.T) {
 	waitServed("rotated credential", func() bool { return chat(keyA, "chat-beta") == 200 })
 
 	// Steady load with key B through every reload below.
-	load := testutil.StartLoad(4, func() bool { return chat(keyB, "chat-alpha") == 200 })
+	// Paced well below key B's limit (100,000 rpm ≈ 1,667/s), so that every
+	// request must succeed on any machine.
+	load := testutil.StartLoad(50, func() int { return chat(keyB, "chat-alpha") })
 
 	// A new alias.
 	snap.Aliases = append(snap.Aliases, snapshot.Alias{Name: "chat-new", Primary: snapshot.Route{Provider: "beta", Model: "beta-new"}})
@@ -204,10 +206,11 @@ func TestKubernetesHotLoad(t *testing.T) {
 		putSnapshot(t, cs, ns, encode(t, snap))
 		lat = append(lat, waitServed(fmt.Sprintf("toggle %d", i), func() bool { return chat(keyA, "chat-alpha") == want }))
 	}
-	loadOK, loadFail := load.Stop()
-	if loadFail != 0 || loadOK == 0 {
-		t.Fatalf("steady load across reloads: %d ok, %d failed", loadOK, loadFail)
+	statuses := load.Stop()
+	if ok, desc := testutil.OnlyStatus(statuses, 200); !ok {
+		t.Fatalf("steady load across reloads: %s; want 200 only", desc)
 	}
+	loadOK := statuses[200]
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	p50, p99 := lat[len(lat)/2], lat[len(lat)-1]
 	t.Logf("ConfigMap update → served: p50 %v, max(p99 of 20) %v; steady load %d requests, 0 failed", p50, p99, loadOK)

@@ -133,7 +133,9 @@ func TestCRToGatewayHotLoad(t *testing.T) {
 	}
 	served("initial CRs", func() bool { return chat(keyA, "chat-alpha") == 200 })
 
-	load := testutil.StartLoad(4, func() bool { return chat(keyB, "chat-alpha") == 200 })
+	// Paced well below key B's limit (100,000 rpm ≈ 1,667/s): every request
+	// must succeed on any machine, fast or slow.
+	load := testutil.StartLoad(50, func() int { return chat(keyB, "chat-alpha") })
 
 	var lat []time.Duration
 	for i := 0; i < 20; i++ {
@@ -151,15 +153,15 @@ func TestCRToGatewayHotLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	disable := served("disabled key", func() bool { return chat(keyA, "chat-alpha") == 401 })
-	ok, failed := load.Stop()
+	statuses := load.Stop()
 	kubectlGet(t, env)
 
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	p50, p95, max := lat[len(lat)/2], lat[len(lat)*95/100], lat[len(lat)-1]
-	t.Logf("CR create → served by the gateway (20 aliases): p50 %v, p95 %v, max %v; key disable → 401 in %v; steady load: %d ok, %d failed",
-		p50.Round(time.Millisecond), p95.Round(time.Millisecond), max.Round(time.Millisecond), disable.Round(time.Millisecond), ok, failed)
-	if failed != 0 || ok == 0 {
-		t.Fatalf("steady load across reloads: %d ok, %d failed", ok, failed)
+	t.Logf("CR create → served by the gateway (20 aliases): p50 %v, p95 %v, max %v; key disable → 401 in %v; steady load: %d ok, %d other statuses",
+		p50.Round(time.Millisecond), p95.Round(time.Millisecond), max.Round(time.Millisecond), disable.Round(time.Millisecond), statuses[200], len(statuses)-1)
+	if ok, desc := testutil.OnlyStatus(statuses, 200); !ok {
+		t.Fatalf("steady load across reloads: %s; want 200 only", desc)
 	}
 	if max > time.Second || disable > time.Second {
 		t.Fatalf("hot-load latency above 1s: max %v, disable %v", max, disable)

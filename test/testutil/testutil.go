@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -60,42 +59,4 @@ func WaitServed(t *testing.T, what string, timeout time.Duration, cond func() bo
 		time.Sleep(5 * time.Millisecond)
 	}
 	return time.Since(start)
-}
-
-// Load runs call in a loop on n goroutines until Stop, counting outcomes.
-type Load struct {
-	ok, failed atomic.Int64
-	stop       chan struct{}
-	wg         sync.WaitGroup
-}
-
-// StartLoad starts the steady load; call reports whether one request succeeded.
-func StartLoad(n int, call func() bool) *Load {
-	l := &Load{stop: make(chan struct{})}
-	for i := 0; i < n; i++ {
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			for {
-				select {
-				case <-l.stop:
-					return
-				default:
-				}
-				if call() {
-					l.ok.Add(1)
-				} else {
-					l.failed.Add(1)
-				}
-			}
-		}()
-	}
-	return l
-}
-
-// Stop ends the load and returns how many requests succeeded and failed.
-func (l *Load) Stop() (ok, failed int64) {
-	close(l.stop)
-	l.wg.Wait()
-	return l.ok.Load(), l.failed.Load()
 }
