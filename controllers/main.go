@@ -52,7 +52,7 @@ func Main(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("llmgw controller", flag.ContinueOnError)
 	o := Options{}
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig `file` (default: in-cluster, or $KUBECONFIG)")
-	fs.StringVar(&o.Namespace, "namespace", envOr("POD_NAMESPACE", "llmgw-system"), "`namespace` whose objects are compiled and where the snapshot ConfigMap lives ($POD_NAMESPACE when set)")
+	fs.StringVar(&o.Namespace, "namespace", envOr("POD_NAMESPACE", snapshot.DefaultNamespace), "`namespace` whose objects are compiled and where the snapshot ConfigMap lives ($POD_NAMESPACE when set)")
 	fs.StringVar(&o.ConfigMapName, "configmap", snapshot.DefaultConfigMapName, "`name` of the snapshot ConfigMap")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "hold a Lease so that only one replica writes")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", DefaultLeaderElectionID, "`name` of the leader-election Lease")

@@ -31,7 +31,7 @@ func Main(ctx context.Context, args []string) error {
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	kubeMode := fs.Bool("kubernetes", false, "read the snapshot from a ConfigMap through the Kubernetes API (hot reload) instead of --snapshot")
 	ks := source.KubeConfig{}
-	fs.StringVar(&ks.Namespace, "namespace", envOr("POD_NAMESPACE", "llmgw-system"), "with --kubernetes: namespace of the snapshot ConfigMap and provider Secrets (default $POD_NAMESPACE)")
+	fs.StringVar(&ks.Namespace, "namespace", envOr("POD_NAMESPACE", snapshot.DefaultNamespace), "with --kubernetes: namespace of the snapshot ConfigMap and provider Secrets (default $POD_NAMESPACE)")
 	fs.StringVar(&ks.ConfigMap, "configmap", snapshot.DefaultConfigMapName, "with --kubernetes: name of the snapshot ConfigMap (data key "+snapshot.ConfigMapKey+")")
 	fs.DurationVar(&ks.CredentialRefresh, "credential-refresh", 30*time.Second, "with --kubernetes: how often provider credential Secrets are re-read (rotation without restart)")
 	fs.StringVar(&ks.Kubeconfig, "kubeconfig", "", "with --kubernetes: kubeconfig path (default $KUBECONFIG, ~/.kube/config, then in-cluster)")

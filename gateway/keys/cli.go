@@ -45,21 +45,29 @@ func run(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("unknown subcommand %q", args[0])
 }
 
-const createHelp = `Usage: llmgw keys create --id NAME [flags] (--entry-out FILE | --into SNAPSHOT_FILE)
+const createHelp = `Usage: llmgw keys create --id NAME [flags] (--entry-out FILE|- | --into SNAPSHOT_FILE)
 
-Generates a gateway key. Standard output gets exactly one line, the plaintext key,
-so that scripts can capture it (KEY=$(llmgw keys create ...)); it is shown only this
-once and stored nowhere. What is stored is the hash-only entry, written where
---entry-out and/or --into say (at least one is required, so no key is ever printed
-without its hash being kept). Nothing is written and no key is printed if any
-destination fails validation. Notes for humans go to standard error.
+Generates a gateway key. It is shown only this once and stored nowhere; what is
+stored is the hash-only entry, written where --entry-out and/or --into say (at least
+one is required, so no key is ever printed without its hash being kept). Nothing is
+written and no key is printed if any destination fails validation.
+
+Where the plaintext key goes:
+  --key-out FILE   to FILE (created with mode 0600), and nowhere else;
+  --entry-out -    else to standard error, on a line of its own, because standard
+                   output carries the entry (it pipes into kubectl apply -f -);
+  otherwise        to standard output, exactly one line (KEY=$(llmgw keys create ...)).
+Notes for humans go to standard error.
+
+  llmgw keys create --id team-a --output yaml --entry-out - | kubectl apply -f -
 
 Flags:
 `
 
 type createFlags struct {
-	id, models, expires, output, namespace, entryOut, into string
-	rpm, burst                                             int
+	id, models, expires, output, namespace, entryOut, into, keyOut string
+	rpm, burst                                                     int
+	namespaceSet                                                   bool
 }
 
 func runCreate(args []string, stdout, stderr io.Writer) error {
@@ -76,12 +84,14 @@ func runCreate(args []string, stdout, stderr io.Writer) error {
 	set.IntVar(&f.burst, "burst", snapshot.DefaultBurst, "rate limit: burst of `N` requests (token bucket capacity)")
 	set.StringVar(&f.expires, "expires", "", "optional expiry, an `RFC3339` time such as 2027-01-01T00:00:00Z; must be in the future")
 	set.StringVar(&f.output, "output", "json", "`format` of the --entry-out entry: json (the snapshot's key object) or yaml (a GatewayKey resource, apiVersion "+v1alpha1.GroupVersion.String()+")")
-	set.StringVar(&f.namespace, "namespace", "", "metadata.namespace `NS` of the GatewayKey (only with --output yaml; default: none, kubectl's current namespace)")
-	set.StringVar(&f.entryOut, "entry-out", "", "write the hash-only entry to `FILE` (mode 0644); - appends it to standard output after the key line")
+	set.StringVar(&f.namespace, "namespace", snapshot.DefaultNamespace, "metadata.namespace `NS` of the GatewayKey (only with --output yaml): the namespace the controller watches, so that the key is served")
+	set.StringVar(&f.entryOut, "entry-out", "", "write the hash-only entry to `FILE` (mode 0644); - writes it to standard output (the key then goes to standard error or --key-out)")
+	set.StringVar(&f.keyOut, "key-out", "", "write the plaintext key to `FILE` (mode 0600, must not exist) instead of printing it")
 	set.StringVar(&f.into, "into", "", "merge the entry into the snapshot `FILE` (created if missing), replacing an entry with the same id; the file is re-encoded canonically with a new version")
 	if err := set.Parse(args); err != nil {
 		return err
 	}
+	set.Visit(func(fl *flag.Flag) { f.namespaceSet = f.namespaceSet || fl.Name == "namespace" })
 	if set.NArg() > 0 {
 		return errors.New(keyformat.Redact(fmt.Sprintf("unexpected arguments: %q", set.Args())))
 	}
@@ -100,7 +110,7 @@ func (f *createFlags) options() (CreateOptions, error) {
 	switch {
 	case f.output != "json" && f.output != "yaml":
 		return CreateOptions{}, fmt.Errorf("--output must be json or yaml, got %q", f.output)
-	case f.namespace != "" && f.output != "yaml":
+	case f.namespaceSet && f.output != "yaml":
 		return CreateOptions{}, errors.New("--namespace only applies to --output yaml")
 	case f.output == "yaml" && f.entryOut == "":
 		return CreateOptions{}, errors.New("--output yaml applies to --entry-out (a snapshot given to --into always gets the JSON entry)")
@@ -158,9 +168,20 @@ func (f *createFlags) emit(plaintext string, entry snapshot.Key, stdout, stderr 
 		}
 	}
 
+	if f.keyOut != "" {
+		if _, err := os.Lstat(f.keyOut); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("--key-out %s: refusing to overwrite an existing file", f.keyOut)
+		}
+	}
+
 	if f.entryOut != "" && f.entryOut != "-" {
 		if err := os.WriteFile(f.entryOut, entryBytes, 0o644); err != nil {
 			return err
+		}
+	}
+	if f.keyOut != "" {
+		if err := writeNew(f.keyOut, []byte(plaintext+"\n")); err != nil {
+			return fmt.Errorf("--key-out: %w", err)
 		}
 	}
 	if merged != nil {
@@ -169,8 +190,14 @@ func (f *createFlags) emit(plaintext string, entry snapshot.Key, stdout, stderr 
 		}
 	}
 
-	if _, err := fmt.Fprintln(stdout, plaintext); err != nil {
-		return err
+	keyTo := stdout
+	if f.entryOut == "-" {
+		keyTo = stderr
+	}
+	if f.keyOut == "" {
+		if _, err := fmt.Fprintln(keyTo, plaintext); err != nil {
+			return err
+		}
 	}
 	if f.entryOut == "-" {
 		if _, err := stdout.Write(entryBytes); err != nil {
@@ -178,8 +205,12 @@ func (f *createFlags) emit(plaintext string, entry snapshot.Key, stdout, stderr 
 		}
 	}
 
-	fmt.Fprintf(stderr, "llmgw keys: created key %q (prefix %s, fingerprint %s). The key above is shown only once: store it now.\n",
-		entry.ID, entry.Prefix, keyformat.Fingerprint(entry.Hash))
+	where := "above"
+	if f.keyOut != "" {
+		where = "in " + f.keyOut
+	}
+	fmt.Fprintf(stderr, "llmgw keys: created key %q (prefix %s, fingerprint %s). The key %s is shown only once: store it now.\n",
+		entry.ID, entry.Prefix, keyformat.Fingerprint(entry.Hash), where)
 	if f.entryOut != "" && f.entryOut != "-" {
 		fmt.Fprintf(stderr, "llmgw keys: hash-only %s entry written to %s\n", f.output, f.entryOut)
 	}
@@ -211,4 +242,18 @@ func mergeKey(path string, entry snapshot.Key) (s *snapshot.Snapshot, replaced b
 	}
 	s.Keys = append(s.Keys, entry)
 	return s, false, nil
+}
+
+// writeNew creates path with mode 0600; it never overwrites, so a key file is
+// never silently replaced.
+func writeNew(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -75,18 +75,60 @@ func TestCLICreateEntryOut(t *testing.T) {
 	}
 }
 
+// --entry-out - puts the entry alone on standard output (it pipes into
+// kubectl apply -f -) and the key on standard error.
 func TestCLICreateEntryToStdout(t *testing.T) {
-	stdout, _, err := runCLI(t, "create", "--id", "k", "--entry-out", "-")
+	stdout, stderr, err := runCLI(t, "create", "--id", "k", "--entry-out", "-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, rest, _ := strings.Cut(stdout, "\n")
+	first, _, _ := strings.Cut(stderr, "\n")
 	if _, ok := keyformat.PrefixOf(first); !ok {
-		t.Fatalf("line 1 is not the key: %q", first)
+		t.Fatalf("stderr line 1 is not the key: %q", first)
 	}
 	var entry snapshot.Key
-	if err := json.Unmarshal([]byte(rest), &entry); err != nil || !keyformat.Verify(first, entry.Hash) || keyformat.LooksLikeKey(rest) {
-		t.Fatalf("lines 2+ are not the hash-only entry (%v): %q", err, rest)
+	if err := json.Unmarshal([]byte(stdout), &entry); err != nil || !keyformat.Verify(first, entry.Hash) || keyformat.LooksLikeKey(stdout) {
+		t.Fatalf("stdout is not the hash-only entry alone (%v): %q", err, stdout)
+	}
+
+	// The quick start's pipe: YAML for kubectl on stdout, in the watched namespace.
+	stdout, stderr, err = runCLI(t, "create", "--id", "team-a", "--output", "yaml", "--entry-out", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, _ := strings.Cut(stderr, "\n")
+	gk := decodeGatewayKey(t, []byte(stdout))
+	if keyformat.LooksLikeKey(stdout) || gk.Namespace != snapshot.DefaultNamespace || !keyformat.Verify(key, gk.Spec.KeyHash) {
+		t.Fatalf("yaml on stdout: namespace %q, verifies %v:\n%s", gk.Namespace, keyformat.Verify(key, gk.Spec.KeyHash), stdout)
+	}
+}
+
+// --key-out writes the key to a new 0600 file and prints it nowhere.
+func TestCLICreateKeyOut(t *testing.T) {
+	dir := t.TempDir()
+	keyPath := filepath.Join(dir, "team-a.key")
+	stdout, stderr, err := runCLI(t, "create", "--id", "team-a", "--output", "yaml", "--entry-out", "-", "--key-out", keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(b))
+	if fi, _ := os.Stat(keyPath); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode %v, want 0600", fi.Mode().Perm())
+	}
+	if keyformat.LooksLikeKey(stdout) || keyformat.LooksLikeKey(stderr) {
+		t.Fatal("the key was printed although --key-out was given")
+	}
+	if gk := decodeGatewayKey(t, []byte(stdout)); !keyformat.Verify(key, gk.Spec.KeyHash) {
+		t.Fatal("the key file does not match the printed entry")
+	}
+	// An existing file is never overwritten, and then nothing is printed.
+	stdout, _, err = runCLI(t, "create", "--id", "team-b", "--entry-out", "-", "--key-out", keyPath)
+	if err == nil || stdout != "" {
+		t.Fatalf("existing --key-out file: err %v, stdout %q", err, stdout)
 	}
 }
 
@@ -222,9 +264,10 @@ func TestCLICreateYAML(t *testing.T) {
 		t.Errorf("status %+v", gk.Status)
 	}
 
-	// Without an expiry or namespace the fields are left out rather than null.
+	// Without an expiry the field is left out rather than null; without
+	// --namespace the key lands where the controller watches by default.
 	_, _, err = runCLI(t, "create", "--id", "team-b", "--output", "yaml", "--entry-out", path)
-	if data, _ = os.ReadFile(path); err != nil || strings.Contains(string(data), "expiresAt") || strings.Contains(string(data), "namespace") {
+	if data, _ = os.ReadFile(path); err != nil || strings.Contains(string(data), "expiresAt") || !strings.Contains(string(data), "namespace: "+snapshot.DefaultNamespace+"\n") {
 		t.Fatalf("%v\n%s", err, data)
 	}
 	gk = decodeGatewayKey(t, data)
@@ -330,7 +373,7 @@ func TestCLIHelp(t *testing.T) {
 		}
 	}
 	_, stderr, _ := runCLI(t, "create", "--help")
-	for _, f := range []string{"-id", "-models", "-rpm", "-burst", "-expires", "-output", "-namespace", "-entry-out", "-into"} {
+	for _, f := range []string{"-id", "-models", "-rpm", "-burst", "-expires", "-output", "-namespace", "-entry-out", "-key-out", "-into"} {
 		if !strings.Contains(stderr, f) {
 			t.Errorf("help text does not document %s", f)
 		}
