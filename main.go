@@ -26,7 +26,7 @@ type command struct {
 
 // commands is the whole CLI surface; each component owns its flag parsing.
 var commands = []command{
-	{"gateway", "run the gateway data plane from a snapshot file (standalone mode)", gateway.Main},
+	{"gateway", "run the gateway data plane from a snapshot file (standalone) or the controller's ConfigMap (--kubernetes)", gateway.Main},
 	{"up", "start the local stack: both mock providers and the gateway on loopback", localstack.UpMain},
 	{"keys", "create gateway keys (prints the plaintext once, stores only the hash)", keys.Main},
 	{"controller", "run the Kubernetes controller: compile llmgw.dev resources into the snapshot ConfigMap", controllers.Main},

@@ -1,7 +1,7 @@
 // Package keyformat is the gateway key format: generation, hashing, parsing and
 // detection of plaintext keys.
 //
-// It lives apart from package keys, which re-exports it, because package snapshot
-// must validate hashes and prefixes while package keys builds snapshot entries:
-// keeping the format here, with no project imports, breaks that import cycle.
+// It is part of the controller↔gateway contract under api/: package snapshot
+// validates hashes and prefixes with it, the gateway authenticates with it, and
+// `llmgw keys` generates keys with it. It imports nothing of the project.
 package keyformat

@@ -48,7 +48,7 @@ func (c *Compiled) Version() string { return c.snap.Version }
 // Limits are the gateway-wide hard limits.
 func (c *Compiled) Limits() Limits { return c.snap.Limits }
 
-// KeyByPrefix finds a key by its non-secret prefix (see keys.PrefixOf). The caller
+// KeyByPrefix finds a key by its non-secret prefix (see keyformat.PrefixOf). The caller
 // must still verify the full key against Key.Hash and check Key.Active.
 func (c *Compiled) KeyByPrefix(prefix string) (*Key, bool) {
 	k, ok := c.keys[prefix]
