@@ -186,7 +186,7 @@ stringData: {apiKey: sk-test}`, rbacNS)
 		}
 	})
 
-	It("lets the gateway watch its one ConfigMap and read Secrets, and nothing else", func() {
+	It("lets the gateway watch its one ConfigMap and get Secrets, and nothing else", func() {
 		cs, err := kubernetes.NewForConfig(impersonate("llmgw-gateway"))
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func() bool { return published(rbacNS).Version != "" }, eventually).Should(BeTrue())
@@ -209,12 +209,11 @@ stringData: {apiKey: sk-test}`, rbacNS)
 		Expect(err).NotTo(HaveOccurred())
 		_, err = cs.CoreV1().Secrets(rbacNS).Get(suiteCtx, "vendor-key", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		_, err = cs.CoreV1().Secrets(rbacNS).List(suiteCtx, metav1.ListOptions{})
-		Expect(err).NotTo(HaveOccurred())
 
 		c := gatewayClient
 		in := client.InNamespace(rbacNS)
 		_, watchErr := cs.CoreV1().ConfigMaps(rbacNS).Watch(suiteCtx, metav1.ListOptions{})
+		_, watchSecretsErr := cs.CoreV1().Secrets(rbacNS).Watch(suiteCtx, metav1.ListOptions{})
 		denied := map[string]error{
 			"list all ConfigMaps":    c.List(suiteCtx, &corev1.ConfigMapList{}, in),
 			"watch all ConfigMaps":   watchErr,
@@ -226,6 +225,8 @@ stringData: {apiKey: sk-test}`, rbacNS)
 			"get a GatewayKey":       c.Get(suiteCtx, client.ObjectKey{Namespace: rbacNS, Name: "team-a"}, &v1alpha1.GatewayKey{}),
 			"get the leader Lease":   c.Get(suiteCtx, client.ObjectKey{Namespace: rbacNS, Name: DefaultLeaderElectionID}, &coordinationv1.Lease{}),
 			"read Secrets elsewhere": c.List(suiteCtx, &corev1.SecretList{}, client.InNamespace("elsewhere")),
+			"list Secrets":           c.List(suiteCtx, &corev1.SecretList{}, in),
+			"watch Secrets":          watchSecretsErr,
 			"list Pods":              c.List(suiteCtx, &corev1.PodList{}, in),
 		}
 		for what, err := range denied {
