@@ -1,25 +1,25 @@
-// Package e2e runs the controller and a gateway in Kubernetes mode against a
-// real API server (envtest, built from source by `make envtest`).
 package e2e
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -30,170 +30,241 @@ import (
 	"github.com/llmgw/llmgw/gateway"
 	"github.com/llmgw/llmgw/gateway/source"
 	"github.com/llmgw/llmgw/mockproviders"
+	"github.com/llmgw/llmgw/test/e2e/specs"
 	"github.com/llmgw/llmgw/test/testutil"
 )
 
 const ns = "llmgw-system"
 
-func startEnv(t *testing.T) (*envtest.Environment, client.Client) {
-	t.Helper()
-	testutil.RequireEnvtest(t)
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("envtest: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	scheme, err := controllers.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env, c
+// key is a generated gateway key: the plaintext for requests, the
+// GatewayKey (hash only) for the API server.
+type key struct {
+	plaintext string
+	obj       *v1alpha1.GatewayKey
 }
 
-func create(t *testing.T, c client.Client, obj client.Object) {
-	t.Helper()
-	obj.SetNamespace(ns)
-	if err := c.Create(context.Background(), obj); err != nil {
-		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
-	}
+func newKey(name string, models []string, rpm, burst int32) key {
+	GinkgoHelper()
+	plain, prefix, hash, err := keyformat.Generate()
+	Expect(err).NotTo(HaveOccurred())
+	return key{plain, &v1alpha1.GatewayKey{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.GatewayKeySpec{KeyHash: hash, KeyPrefix: prefix, Models: models,
+			RateLimit: &v1alpha1.RateLimit{RequestsPerMinute: rpm, Burst: burst}}}}
 }
 
-// CR applied → change served by the gateway, through the controller and the
-// snapshot ConfigMap, while a steady load runs; target p99 under 1 s.
-func TestCRToGatewayHotLoad(t *testing.T) {
-	env, c := startEnv(t)
-	ctx := context.Background()
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
+// The system on envtest: API server + controller + one gateway in Kubernetes
+// mode + both mocks (beta requiring an upstream key from a Secret).
+var _ = Describe("llmgw on envtest", Ordered, func() {
+	var (
+		env     *envtest.Environment
+		c       client.Client
+		base    string
+		logs    testutil.SyncBuffer
+		target  *specs.Target
+		keyAll  key
+		keyLoad key
+		keyTog  key
+		keys    []key
+		aliases = []string{"chat-alpha", "chat-beta", "e2e-fallback"}
+		marker  = fmt.Sprintf("zqxprompt%d", time.Now().UnixNano()%1e6)
+	)
+	const betaUpstream = "beta-e2e-upstream-credential"
+
+	create := func(ctx context.Context, obj client.Object) {
+		GinkgoHelper()
+		obj.SetNamespace(ns)
+		Expect(c.Create(ctx, obj)).To(Succeed(), "create %T %s", obj, obj.GetName())
 	}
-	alpha, _ := mockproviders.NewHandler(mockproviders.Options{Flavor: mockproviders.Alpha})
-	beta, _ := mockproviders.NewHandler(mockproviders.Options{Flavor: mockproviders.Beta, RequireKey: "beta-e2e-secret"})
-	as, bs := httptest.NewServer(alpha), httptest.NewServer(beta)
-	defer as.Close()
-	defer bs.Close()
 
-	keyA, prefixA, hashA, _ := keyformat.Generate()
-	keyB, prefixB, hashB, _ := keyformat.Generate()
-	create(t, c, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "beta-cred"}, Data: map[string][]byte{"apiKey": []byte("beta-e2e-secret")}})
-	create(t, c, &v1alpha1.ProviderEndpoint{ObjectMeta: metav1.ObjectMeta{Name: "alpha"},
-		Spec: v1alpha1.ProviderEndpointSpec{Protocol: "openai", URL: as.URL}})
-	create(t, c, &v1alpha1.ProviderEndpoint{ObjectMeta: metav1.ObjectMeta{Name: "beta"},
-		Spec: v1alpha1.ProviderEndpointSpec{Protocol: "anthropic", URL: bs.URL,
-			Credential: &v1alpha1.Credential{SecretRef: v1alpha1.SecretKeyReference{Name: "beta-cred", Key: "apiKey"}}}})
-	create(t, c, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: "chat-alpha"},
-		Spec: v1alpha1.ModelAliasSpec{Primary: v1alpha1.Route{Provider: "alpha", Model: "alpha-large"},
-			Fallbacks: []v1alpha1.Route{{Provider: "beta", Model: "beta-large"}}}})
-	keyAObj := &v1alpha1.GatewayKey{ObjectMeta: metav1.ObjectMeta{Name: "key-a"},
-		Spec: v1alpha1.GatewayKeySpec{KeyHash: hashA, KeyPrefix: prefixA, Models: []string{"*"},
-			RateLimit: &v1alpha1.RateLimit{RequestsPerMinute: 100000, Burst: 10000}}}
-	create(t, c, keyAObj)
-	create(t, c, &v1alpha1.GatewayKey{ObjectMeta: metav1.ObjectMeta{Name: "key-b"},
-		Spec: v1alpha1.GatewayKeySpec{KeyHash: hashB, KeyPrefix: prefixB, Models: []string{"chat-alpha"},
-			RateLimit: &v1alpha1.RateLimit{RequestsPerMinute: 100000, Burst: 10000}}})
+	BeforeAll(func(ctx SpecContext) {
+		By("starting the API server (envtest)")
+		env = &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")},
+			ErrorIfCRDPathMissing: true}
+		cfg, err := env.Start()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(env.Stop)
+		scheme, err := controllers.Scheme()
+		Expect(err).NotTo(HaveOccurred())
+		c, err = client.New(cfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 
-	runCtx, cancel := context.WithCancel(ctx)
-	var bg sync.WaitGroup
-	defer func() { cancel(); bg.Wait() }()
-	bg.Add(2)
-	go func() {
-		defer bg.Done()
-		err := controllers.Run(runCtx, env.Config, controllers.Options{Namespace: ns, MetricsAddr: "0", ProbeAddr: "0",
-			Debounce: 200 * time.Millisecond, DebounceMax: time.Second, SkipNameValidation: true}, logr.Discard())
-		if err != nil {
-			t.Errorf("controller: %v", err)
+		By("starting the mock providers")
+		alpha, err := mockproviders.NewHandler(mockproviders.Options{Flavor: mockproviders.Alpha})
+		Expect(err).NotTo(HaveOccurred())
+		beta, err := mockproviders.NewHandler(mockproviders.Options{Flavor: mockproviders.Beta, RequireKey: betaUpstream})
+		Expect(err).NotTo(HaveOccurred())
+		as, bs := httptest.NewServer(alpha), httptest.NewServer(beta)
+		DeferCleanup(as.Close)
+		DeferCleanup(bs.Close)
+
+		By("creating providers, aliases and keys")
+		create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "beta-cred"}, Data: map[string][]byte{"apiKey": []byte(betaUpstream)}})
+		create(ctx, &v1alpha1.ProviderEndpoint{ObjectMeta: metav1.ObjectMeta{Name: "alpha"},
+			Spec: v1alpha1.ProviderEndpointSpec{Protocol: "openai", URL: as.URL}})
+		create(ctx, &v1alpha1.ProviderEndpoint{ObjectMeta: metav1.ObjectMeta{Name: "beta"},
+			Spec: v1alpha1.ProviderEndpointSpec{Protocol: "anthropic", URL: bs.URL,
+				Credential: &v1alpha1.Credential{SecretRef: v1alpha1.SecretKeyReference{Name: "beta-cred", Key: "apiKey"}}}})
+		alphaLarge, betaLarge := v1alpha1.Route{Provider: "alpha", Model: "alpha-large"}, v1alpha1.Route{Provider: "beta", Model: "beta-large"}
+		create(ctx, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: "chat-alpha"},
+			Spec: v1alpha1.ModelAliasSpec{Primary: alphaLarge, Fallbacks: []v1alpha1.Route{betaLarge}}})
+		create(ctx, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: "chat-beta"},
+			Spec: v1alpha1.ModelAliasSpec{Primary: betaLarge, Fallbacks: []v1alpha1.Route{alphaLarge}}})
+		create(ctx, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: "e2e-fallback"},
+			Spec: v1alpha1.ModelAliasSpec{Primary: alphaLarge, Fallbacks: []v1alpha1.Route{betaLarge}, MaxFallbacks: ptr.To[int32](1),
+				Timeouts: &v1alpha1.AliasTimeouts{Total: "30s", Attempt: "2s", FirstChunk: "2s", Idle: "10s"}}})
+		all := []string{"*"}
+		keyAll = newKey("e2e-all", all, 100000, 10000)
+		keyRestricted := newKey("e2e-restricted", []string{"e2e-fallback"}, 100000, 10000)
+		keyLimited := newKey("e2e-limited", all, 1, 3)
+		keyLoad = newKey("e2e-load", all, 100000, 10000)
+		keyTog = newKey("e2e-toggle", all, 100000, 10000)
+		keys = []key{keyAll, keyRestricted, keyLimited, keyLoad, keyTog}
+		for _, k := range keys {
+			create(ctx, k.obj)
 		}
-	}()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	src, err := source.NewKube(source.KubeConfig{Namespace: ns, ConfigMap: snapshot.DefaultConfigMapName, RestConfig: env.Config, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.Start(runCtx, gateway.Config{Addr: "127.0.0.1:0", DBPath: filepath.Join(t.TempDir(), "usage.db"),
-		DrainTimeout: 2 * time.Second, Source: src, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer bg.Done()
-		if err := gw.Wait(runCtx); err != nil {
-			t.Errorf("gateway: %v", err)
+
+		By("starting the controller and a gateway in Kubernetes mode")
+		runCtx, cancel := context.WithCancel(context.Background())
+		var bg sync.WaitGroup
+		DeferCleanup(func() { cancel(); bg.Wait() })
+		bg.Add(2)
+		go func() {
+			defer bg.Done()
+			defer GinkgoRecover()
+			err := controllers.Run(runCtx, env.Config, controllers.Options{Namespace: ns, MetricsAddr: "0", ProbeAddr: "0",
+				Debounce: 200 * time.Millisecond, DebounceMax: time.Second, SkipNameValidation: true}, logr.Discard())
+			Expect(err).NotTo(HaveOccurred(), "controller")
+		}()
+		log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		src, err := source.NewKube(source.KubeConfig{Namespace: ns, ConfigMap: snapshot.DefaultConfigMapName, RestConfig: env.Config, Logger: log})
+		Expect(err).NotTo(HaveOccurred())
+		gw, err := gateway.Start(runCtx, gateway.Config{Addr: "127.0.0.1:0", DBPath: filepath.Join(GinkgoT().TempDir(), "usage.db"),
+			DrainTimeout: 2 * time.Second, Source: src, Logger: log})
+		Expect(err).NotTo(HaveOccurred())
+		go func() {
+			defer bg.Done()
+			defer GinkgoRecover()
+			Expect(gw.Wait(runCtx)).To(Succeed(), "gateway")
+		}()
+		base = "http://" + gw.Addr
+
+		By("waiting until the gateway serves the initial CRs")
+		Eventually(func() int { return specs.Status(ctx, base, keyLoad.plaintext, "chat-alpha", "hi") }).
+			WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(Equal(http.StatusOK))
+
+		target = &specs.Target{
+			Gateway: base, Replicas: []string{base}, MockAlpha: as.URL, MockBeta: bs.URL,
+			KeyAll: keyAll.plaintext, KeyRestricted: keyRestricted.plaintext, KeyLimited: keyLimited.plaintext, LimitedBurst: 3,
+			Restricted: []string{"e2e-fallback"},
+			AllAliases: func(context.Context) ([]string, error) { return slices.Clone(aliases), nil },
+			Fallback:   "e2e-fallback", BetaAlias: "chat-beta", Marker: marker,
 		}
-	}()
-	base := "http://" + gw.Addr
-	chat := func(key, model string) int { return testutil.ChatStatus(base, key, model) }
-	served := func(what string, cond func() bool) time.Duration {
-		t.Helper()
-		return testutil.WaitServed(t, what, 15*time.Second, cond)
-	}
-	served("initial CRs", func() bool { return chat(keyA, "chat-alpha") == 200 })
+	})
 
-	// Paced well below key B's limit (100,000 rpm ≈ 1,667/s): every request
-	// must succeed on any machine, fast or slow.
-	load := testutil.StartLoad(50, func() int { return chat(keyB, "chat-alpha") })
+	Describe("client contract", Ordered, func() {
+		specs.Contract(func() *specs.Target { return target })
+	})
 
-	var lat []time.Duration
-	for i := 0; i < 20; i++ {
-		name := fmt.Sprintf("hot-%02d", i)
-		create(t, c, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: v1alpha1.ModelAliasSpec{Primary: v1alpha1.Route{Provider: "beta", Model: "beta-" + name}}})
-		lat = append(lat, served(name, func() bool { return chat(keyA, name) == 200 }))
-	}
-	// Disabling a key takes effect within the same bound.
-	if err := c.Get(ctx, client.ObjectKeyFromObject(keyAObj), keyAObj); err != nil {
-		t.Fatal(err)
-	}
-	keyAObj.Spec.Disabled = true
-	if err := c.Update(ctx, keyAObj); err != nil {
-		t.Fatal(err)
-	}
-	disable := served("disabled key", func() bool { return chat(keyA, "chat-alpha") == 401 })
-	statuses := load.Stop()
-	kubectlGet(t, env)
+	It("hot-loads 20 new ModelAliases and 4 GatewayKey disable/enable changes within 1 s p99, under a paced load that never fails", func(ctx SpecContext) {
+		// Paced well below the load key's limit (100,000 rpm ≈ 1,667/s): every
+		// request must succeed on any machine, fast or slow.
+		load := specs.StartLoad(50, func() int {
+			return specs.Status(ctx, base, keyLoad.plaintext, "chat-alpha", marker+" steady")
+		})
+		loadStopped := false
+		defer func() {
+			if !loadStopped {
+				load.Stop()
+			}
+		}()
+		opts := specs.HotLoadOptions{Replicas: []string{base}, Timeout: 15 * time.Second, Poll: 5 * time.Millisecond}
 
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	p50, p95, max := lat[len(lat)/2], lat[len(lat)*95/100], lat[len(lat)-1]
-	t.Logf("CR create → served by the gateway (20 aliases): p50 %v, p95 %v, max %v; key disable → 401 in %v; steady load: %d ok, %d other statuses",
-		p50.Round(time.Millisecond), p95.Round(time.Millisecond), max.Round(time.Millisecond), disable.Round(time.Millisecond), statuses[200], len(statuses)-1)
-	if ok, desc := testutil.OnlyStatus(statuses, 200); !ok {
-		t.Fatalf("steady load across reloads: %s; want 200 only", desc)
-	}
-	if max > time.Second || disable > time.Second {
-		t.Fatalf("hot-load latency above 1s: max %v, disable %v", max, disable)
-	}
-}
+		var changes []specs.Change
+		for i := range 20 {
+			name := fmt.Sprintf("hot-%02d", i)
+			changes = append(changes, specs.Change{Name: "new ModelAlias " + name,
+				Apply: func() error {
+					return c.Create(ctx, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+						Spec: v1alpha1.ModelAliasSpec{Primary: v1alpha1.Route{Provider: "beta", Model: "beta-" + name}}})
+				},
+				Served: func(ctx context.Context, b string) bool { return specs.ServesModel(ctx, b, keyAll.plaintext, name) },
+			})
+		}
+		for i := range 4 {
+			disable := i%2 == 0
+			want := map[bool]int{true: http.StatusUnauthorized, false: http.StatusOK}[disable]
+			changes = append(changes, specs.Change{Name: fmt.Sprintf("GatewayKey e2e-toggle disabled=%v", disable),
+				Apply: func() error {
+					var k v1alpha1.GatewayKey
+					if err := c.Get(ctx, client.ObjectKeyFromObject(keyTog.obj), &k); err != nil {
+						return err
+					}
+					k.Spec.Disabled = disable
+					return c.Update(ctx, &k)
+				},
+				Served: func(ctx context.Context, b string) bool { return specs.ModelsStatus(ctx, b, keyTog.plaintext) == want },
+			})
+		}
+		hl, err := specs.MeasureHotLoad(ctx, changes, opts)
+		Expect(err).NotTo(HaveOccurred())
 
-// kubectlGet logs what an operator sees (`kubectl get llmgw`), with the
-// kubectl built next to the envtest binaries, as evidence for the docs.
-func kubectlGet(t *testing.T, env *envtest.Environment) {
-	t.Helper()
+		By("every new alias answers a chat, and a disabled key gets 401 key_disabled on chat")
+		for i := range 20 {
+			Expect(specs.Status(ctx, base, keyAll.plaintext, fmt.Sprintf("hot-%02d", i), marker+" new")).To(Equal(http.StatusOK))
+		}
+		var k v1alpha1.GatewayKey
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(keyTog.obj), &k)).To(Succeed())
+		k.Spec.Disabled = true
+		Expect(c.Update(ctx, &k)).To(Succeed())
+		Eventually(func() string {
+			r, err := specs.RawChat(ctx, base, keyTog.plaintext, "chat-alpha", marker+" disabled", false)
+			if err != nil {
+				return err.Error()
+			}
+			return fmt.Sprintf("%d %s", r.Status, r.Err.Code)
+		}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(10 * time.Millisecond).Should(Equal("401 key_disabled"))
+
+		statuses := load.Stop()
+		loadStopped = true
+		kubectlGet(env)
+		AddReportEntry("hot-load latency (envtest)", hl.String())
+		GinkgoWriter.Printf("hot-load on envtest: %s\n%s", hl, hl.Table())
+		GinkgoWriter.Printf("steady load (50/s): %s\n", statuses)
+		Expect(statuses.Only(http.StatusOK)).To(BeTrue(), "steady load across reloads: %s; want 200 only", statuses)
+		Expect(hl.P99()).To(BeNumerically("<=", specs.HotLoadBound), "hot-load p99: %s", hl)
+	})
+
+	It("wrote no plaintext key and no prompt text into the gateway's logs", func() {
+		out := logs.String()
+		Expect(out).NotTo(BeEmpty())
+		Expect(keyformat.LooksLikeKey(out)).To(BeFalse(), "a plaintext key in the gateway log")
+		for _, k := range keys {
+			Expect(strings.Contains(out, k.plaintext)).To(BeFalse(), "key %s in the gateway log", k.obj.Name)
+		}
+		Expect(out).NotTo(ContainSubstring(marker), "prompt text in the gateway log")
+		Expect(out).NotTo(ContainSubstring(betaUpstream), "the upstream credential in the gateway log")
+	})
+})
+
+// kubectlGet logs what an operator sees (`kubectl get`), with the kubectl
+// built next to the envtest binaries, as evidence for the docs.
+func kubectlGet(env *envtest.Environment) {
+	GinkgoHelper()
 	kubectl := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
 	if _, err := os.Stat(kubectl); err != nil {
-		t.Logf("no kubectl next to the envtest binaries: %v", err)
+		GinkgoWriter.Printf("no kubectl next to the envtest binaries: %v\n", err)
 		return
 	}
 	user, err := env.AddUser(envtest.User{Name: "e2e-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	Expect(err).NotTo(HaveOccurred())
 	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+	Expect(os.WriteFile(path, kc, 0o600)).To(Succeed())
 	for _, args := range [][]string{{"get", "providerendpoints"}, {"get", "modelaliases"}, {"get", "gatewaykeys"}} {
 		out, err := exec.Command(kubectl, append(args, "-n", ns, "--kubeconfig", path)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
-		}
-		t.Logf("kubectl %s -n %s\n%s", strings.Join(args, " "), ns, out)
+		Expect(err).NotTo(HaveOccurred(), "kubectl %v: %s", args, out)
+		GinkgoWriter.Printf("kubectl %s -n %s\n%s", strings.Join(args, " "), ns, out)
 	}
 }

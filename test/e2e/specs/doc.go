@@ -1,0 +1,16 @@
+// Package specs holds what the two e2e suites check the same way: the envtest
+// suite (test/e2e: controller and gateway in process against a real API
+// server) and the kind suite (test/e2e/kind: the deployed system, driven with
+// kubectl and the OpenAI Go SDK through port-forwards).
+//
+//   - Contract: the client-facing seed contract as ginkgo specs (models per
+//     key, 401/403, JSON and SSE chat through the SDK, exactly one
+//     `data: [DONE]`, fallback rules counted on the mocks, per-key rate-limit
+//     isolation, exactly one usage record per request through every replica);
+//   - StartLoad: a paced load with status accounting;
+//   - MeasureHotLoad: the hot-load latency of N changes over every replica,
+//     with p50/p99;
+//   - chat, raw SSE, usage and mock-counter helpers the specs are made of.
+//
+// Nothing here prints a key: failure messages name keys by their role.
+package specs
