@@ -63,7 +63,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 // Start opens the ledger, starts the snapshot source and binds the listeners.
 // The caller must call Wait, which owns the shutdown.
-func Start(ctx context.Context, cfg Config) (g *Gateway, err error) {
+func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	if cfg.Source == nil {
 		return nil, errors.New("gateway: no snapshot source")
 	}
@@ -74,7 +74,9 @@ func Start(ctx context.Context, cfg Config) (g *Gateway, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	g = &Gateway{cfg: cfg, log: log, errc: make(chan error, 2)}
+	// The cleanups below and the serving goroutines hold g, never the
+	// named result, which an early error return sets to nil.
+	g := &Gateway{cfg: cfg, log: log, errc: make(chan error, 2)}
 	var undo []func()
 	defer func() {
 		if err != nil {
