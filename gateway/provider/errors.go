@@ -7,7 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// Kind classifies a failure by what the router may do about it.
+// Kind classifies a failure by what happened upstream. What the router does
+// about each kind (fall back or answer, and with which status) is its own
+// decision: the failures table and nextStep in gateway/server.
 type Kind string
 
 const (
@@ -21,7 +23,8 @@ const (
 
 // Error is the only error type adapters and streams return (besides io.EOF from
 // Stream.Next). Its fields and its text never contain the provider's URL or
-// credential; upstream texts are redacted and trimmed before they get here.
+// credential; upstream texts are redacted and clipped (base.seal) before they
+// get here.
 type Error struct {
 	Kind       Kind
 	Provider   string        // the configured provider name
@@ -60,21 +63,6 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
-
-// Retryable reports whether another attempt (on this or another provider) may
-// succeed: timeouts, connection failures, 429 and 5xx. KindStream counts as
-// retryable because the request itself was accepted; the router must still never
-// switch providers once content reached the client. Other 4xx, protocol errors
-// and cancellation are not retryable.
-func (e *Error) Retryable() bool {
-	switch e.Kind {
-	case KindTimeout, KindConnection, KindStream:
-		return true
-	case KindStatus:
-		return e.StatusCode == 429 || e.StatusCode >= 500
-	}
-	return false
-}
 
 const (
 	maxMessageLen = 512

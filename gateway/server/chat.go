@@ -1,5 +1,11 @@
 package server
 
+// The chat request path, top to bottom: handleChat → serve (readiness,
+// concurrency, authentication, rate limit, body, validation, model access) →
+// route (route.go: the fallback loop and its policy, with failures named by
+// the table in failure.go) → completeJSON (complete_json.go) or relaySSE
+// (relay_sse.go).
+
 import (
 	"context"
 	"errors"
@@ -22,9 +28,6 @@ const (
 	statusRejected = usage.StatusRejected // the gateway refused before any provider was called
 	statusCanceled = usage.StatusCanceled // the client went away
 )
-
-// httpStatusClientClosed is recorded (never sent) when the client disconnected.
-const httpStatusClientClosed = 499
 
 // exchange is one chat request in flight: the state it was admitted under,
 // its usage record, and the writer.
@@ -61,6 +64,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	x.serve(n)
 }
 
+// serve admits the request, then hands it to the JSON or the SSE path.
 func (x *exchange) serve(inflight int64) {
 	s, st := x.s, x.st
 	if st == nil {
@@ -111,9 +115,9 @@ func (x *exchange) serve(inflight int64) {
 	ctx, cancel := context.WithTimeout(x.r.Context(), ms(alias.Timeouts.TotalMs))
 	defer cancel()
 	if p.stream {
-		x.stream(ctx)
+		x.relaySSE(ctx)
 	} else {
-		x.complete(ctx)
+		x.completeJSON(ctx)
 	}
 }
 
@@ -134,6 +138,22 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *apiEr
 	return body, nil
 }
 
+func clientRequestID(r *http.Request) string {
+	id := r.Header.Get("X-Client-Request-Id")
+	if id == "" {
+		id = r.Header.Get("X-Request-Id")
+	}
+	if id == "" || len(id) > 128 || keyformat.LooksLikeKey(id) {
+		return ""
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return ""
+		}
+	}
+	return id
+}
+
 // begin opens the in_progress record. It runs right after authentication (an
 // in-memory lookup), so that a record recovered after a crash already belongs
 // to its key and shows up in that key's /v1/usage.
@@ -148,16 +168,16 @@ func (x *exchange) reject(e *apiError) {
 	writeError(x.w, e, x.rec.RequestID)
 }
 
-// fail answers a request whose routes all failed (or were not retried).
-func (x *exchange) fail(e *apiError) {
-	x.rec.ErrorType = e.typ
-	x.finalize(statusError, e.status)
-	writeError(x.w, e, x.rec.RequestID)
+// canceled closes the record of a client that went away; there is nobody
+// left to answer.
+func (x *exchange) canceled() {
+	x.settle(&failures[failCanceled].before)
 }
 
-func (x *exchange) canceled() {
-	x.rec.ErrorType = "client_canceled"
-	x.finalize(statusCanceled, httpStatusClientClosed)
+// settle finalizes the record as a failure's answer says.
+func (x *exchange) settle(a *answer) {
+	x.rec.ErrorType = a.typ
+	x.finalize(a.record, a.status)
 }
 
 // finalize writes the one final record. It runs before the response's last
@@ -202,20 +222,4 @@ func (x *exchange) waitBegun() {
 	case <-t.C:
 		x.s.log.Error("usage record insert is slow; answering anyway", "request_id", x.rec.RequestID)
 	}
-}
-
-func clientRequestID(r *http.Request) string {
-	id := r.Header.Get("X-Client-Request-Id")
-	if id == "" {
-		id = r.Header.Get("X-Request-Id")
-	}
-	if id == "" || len(id) > 128 || keyformat.LooksLikeKey(id) {
-		return ""
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] < 0x21 || id[i] > 0x7e {
-			return ""
-		}
-	}
-	return id
 }

@@ -108,3 +108,11 @@ func encodeCompletion(requestID string, created int64, alias, text, finish strin
 	})
 	return append(b, '\n')
 }
+
+// finishReason fills in "stop" for a provider that ended without naming why.
+func finishReason(r string) string {
+	if r == "" {
+		return "stop"
+	}
+	return r
+}

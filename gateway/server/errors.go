@@ -10,15 +10,15 @@ import (
 // {"error":{"message","type","code","request_id"}}. The type says who failed,
 // the code says how.
 const (
-	typeInvalidRequest = "invalid_request_error" // the caller's request is wrong (400/404/413)
-	typeAuthentication = "authentication_error"  // 401
-	typePermission     = "permission_error"      // 403
-	typeRateLimit      = "rate_limit_error"      // gateway 429: the key's own budget
-	typeOverloaded     = "overloaded_error"      // gateway 503: too many concurrent requests
-	typeProvider       = "provider_error"        // upstream failed or rejected the request
-	typeProviderTimout = "provider_timeout"      // upstream did not answer in time (504)
-	typeStream         = "stream_error"          // in-stream: upstream failed after the commit point
-	typeInternal       = "internal_error"        // the gateway itself failed
+	typeInvalidRequest  = "invalid_request_error" // the caller's request is wrong (400/404/413)
+	typeAuthentication  = "authentication_error"  // 401
+	typePermission      = "permission_error"      // 403
+	typeRateLimit       = "rate_limit_error"      // gateway 429: the key's own budget
+	typeOverloaded      = "overloaded_error"      // gateway 503: too many concurrent requests
+	typeProvider        = "provider_error"        // upstream failed or rejected the request
+	typeProviderTimeout = "provider_timeout"      // upstream did not answer in time (504)
+	typeStream          = "stream_error"          // in-stream: upstream failed after the commit point
+	typeInternal        = "internal_error"        // the gateway itself failed
 )
 
 // apiError is a response the gateway decided on; it carries everything the
@@ -32,14 +32,13 @@ type apiError struct {
 	retryAfter time.Duration
 }
 
-func (e *apiError) Error() string { return e.typ + "/" + e.code + ": " + e.message }
-
 func errInvalid(code, param, msg string) *apiError {
 	return &apiError{status: http.StatusBadRequest, typ: typeInvalidRequest, code: code, param: param, message: msg}
 }
 
-// appendErrorJSON writes the error body; hand-assembled around jsonString so
-// error paths cost no reflection and field order is stable for tests.
+// appendErrorJSON writes the error body; hand-assembled around
+// appendJSONString so error paths cost no reflection and field order is
+// stable for tests.
 func appendErrorJSON(b []byte, e *apiError, requestID string) []byte {
 	b = append(b, `{"error":{"message":`...)
 	b = appendJSONString(b, e.message)

@@ -140,3 +140,7 @@ func FuzzParseChatRequest(f *testing.F) {
 		}
 	})
 }
+
+// Error lets test failures print an apiError readably; the gateway itself
+// never treats one as an error value.
+func (e *apiError) Error() string { return e.typ + "/" + e.code + ": " + e.message }

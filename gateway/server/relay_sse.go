@@ -1,0 +1,235 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/api/tokens"
+	"github.com/llmgw/llmgw/gateway/provider"
+)
+
+// relaySSE answers a streaming request. Routes are tried until one produces
+// content and nothing reaches the client before that, so a fallback is
+// invisible. The first content is the commit point: from there the provider
+// never changes (the relay's failures reach the route loop as sent) and the
+// stream always ends through end, with exactly one [DONE].
+func (x *exchange) relaySSE(ctx context.Context) {
+	var rl *sseRelay // set at the commit point
+	defer func() {
+		if rl != nil {
+			rl.close()
+		}
+	}()
+	f := x.route(ctx, func(ctx context.Context, rt snapshot.Route) *failure {
+		sa, f := x.openStream(ctx, rt)
+		if f != nil {
+			return f
+		}
+		rl = x.commit(sa)
+		return rl.pump(ctx)
+	})
+	if rl == nil {
+		x.answerFailure(f)
+		return
+	}
+	rl.end(f)
+}
+
+// streamAttempt is an upstream stream that has produced its first content
+// event (or ended cleanly without content): the commit point.
+type streamAttempt struct {
+	route  snapshot.Route
+	stream provider.Stream
+	cancel context.CancelCauseFunc
+	actx   context.Context
+	first  provider.Event
+	ended  bool // the upstream finished before any content
+	usage  *provider.Usage
+	finish string
+}
+
+// openStream calls one route and reads up to its first content event within
+// the attempt and first-chunk timeouts.
+func (x *exchange) openStream(ctx context.Context, rt snapshot.Route) (*streamAttempt, *failure) {
+	actx, cancel := context.WithCancelCause(ctx)
+	attemptTimer := time.AfterFunc(ms(x.alias.Timeouts.AttemptMs), func() { cancel(errAttemptTimeout) })
+	firstTimer := time.AfterFunc(ms(x.alias.Timeouts.FirstChunkMs), func() { cancel(errFirstChunkTimeout) })
+	stopTimers := func() { attemptTimer.Stop(); firstTimer.Stop() }
+	req := x.p.req
+	req.Model = rt.Model
+	sa := &streamAttempt{route: rt, cancel: cancel, actx: actx}
+	failed := func(err error) (*streamAttempt, *failure) {
+		stopTimers()
+		f := x.classify(ctx, actx, rt, err, false)
+		cancel(nil)
+		return nil, f
+	}
+	st, err := x.st.adapters[rt.Provider].Stream(actx, &req)
+	if err != nil {
+		return failed(err)
+	}
+	sa.stream = st
+	for {
+		ev, err := st.Next()
+		if errors.Is(err, io.EOF) {
+			sa.ended = true
+			break
+		}
+		if err != nil {
+			_ = st.Close()
+			return failed(err)
+		}
+		sa.absorb(ev)
+		if ev.Text != "" {
+			sa.first = ev
+			break
+		}
+	}
+	stopTimers()
+	if actx.Err() != nil {
+		// A timer fired as the first content arrived: the attempt is over by
+		// its own deadline, and nothing has been sent yet.
+		_ = st.Close()
+		return failed(context.Cause(actx))
+	}
+	return sa, nil
+}
+
+func (sa *streamAttempt) absorb(ev provider.Event) {
+	if ev.Usage != nil {
+		u := *ev.Usage
+		sa.usage = &u
+	}
+	if ev.FinishReason != "" {
+		sa.finish = ev.FinishReason
+	}
+}
+
+// sseRelay is a committed stream: the writer side of one streamAttempt.
+type sseRelay struct {
+	x        *exchange
+	sa       *streamAttempt
+	enc      *chunkEncoder
+	rc       *http.ResponseController
+	buf      []byte
+	relayed  tokens.Counter // only what reached the client counts
+	writeErr error          // the client is gone
+}
+
+// commit sends the response head and the first content.
+func (x *exchange) commit(sa *streamAttempt) *sseRelay {
+	x.rec.Provider, x.rec.ProviderModel = sa.route.Provider, sa.route.Model
+	rl := &sseRelay{x: x, sa: sa, enc: newChunkEncoder(x.rec.RequestID, x.start.Unix(), x.p.alias, x.p.includeUsage),
+		rc: http.NewResponseController(x.w), buf: make([]byte, 0, 1024)}
+	x.waitBegun()
+	h := x.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set("X-Llmgw-Provider", sa.route.Provider)
+	x.w.WriteHeader(http.StatusOK)
+	rl.buf = rl.enc.role(rl.buf[:0])
+	if sa.first.Text != "" {
+		rl.buf = rl.enc.content(rl.buf, sa.first.Text)
+	}
+	rl.send(sa.first.Text)
+	return rl
+}
+
+// pump copies events to the client as they arrive, flushing each, until the
+// upstream ends (nil), fails, stalls for idleMs or the client goes away.
+func (rl *sseRelay) pump(ctx context.Context) *failure {
+	x, sa := rl.x, rl.sa
+	var upErr error
+	if !sa.ended && rl.writeErr == nil {
+		idle := ms(x.alias.Timeouts.IdleMs)
+		idleTimer := time.AfterFunc(idle, func() { sa.cancel(errIdleTimeout) })
+		for {
+			ev, err := sa.stream.Next()
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					upErr = err
+				}
+				break
+			}
+			idleTimer.Reset(idle)
+			sa.absorb(ev)
+			if ev.Text == "" {
+				continue
+			}
+			rl.buf = rl.enc.content(rl.buf[:0], ev.Text)
+			if !rl.send(ev.Text) {
+				break
+			}
+		}
+		idleTimer.Stop()
+	}
+	switch {
+	case rl.writeErr != nil || x.r.Context().Err() != nil:
+		return &failure{kind: failCanceled, route: sa.route, sent: true,
+			err: &provider.Error{Kind: provider.KindCanceled, Provider: sa.route.Provider, Message: "client went away"}}
+	case upErr != nil:
+		return x.classify(ctx, sa.actx, sa.route, upErr, true)
+	}
+	return nil
+}
+
+// end finishes a committed stream, whatever happened: after a clean end the
+// finish (and usage) chunk, after an upstream failure one error event. The
+// record is final before the one [DONE], so a client that has its answer can
+// read its record at once. A client that is gone gets nothing more.
+func (rl *sseRelay) end(f *failure) {
+	x, sa := rl.x, rl.sa
+	in, out := x.p.inputTokens, rl.relayed.N()
+	if f == nil && sa.usage != nil {
+		in, out = sa.usage.InputTokens, sa.usage.OutputTokens
+	}
+	x.rec.InputTokens, x.rec.OutputTokens = in, out
+	switch {
+	case f == nil:
+		rl.buf = rl.enc.finish(rl.buf[:0], finishReason(sa.finish))
+		if x.p.includeUsage {
+			rl.buf = rl.enc.usage(rl.buf, in, out)
+		}
+		if writeFlush(x.w, rl.rc, rl.buf) != nil {
+			x.canceled()
+			return
+		}
+		x.finalize(statusSuccess, http.StatusOK)
+		rl.buf = rl.buf[:0]
+	case f.kind == failCanceled:
+		x.canceled()
+		return
+	default:
+		a := &failures[f.kind].after
+		x.settle(a)
+		rl.buf = appendErrorEvent(rl.buf[:0], &apiError{typ: a.typ, code: a.code, message: a.message}, x.rec.RequestID)
+	}
+	_ = writeFlush(x.w, rl.rc, append(rl.buf, doneEvent...))
+}
+
+// send writes and flushes rl.buf; text counts once it reached the client.
+func (rl *sseRelay) send(text string) bool {
+	if rl.writeErr = writeFlush(rl.x.w, rl.rc, rl.buf); rl.writeErr != nil {
+		return false
+	}
+	rl.relayed.Add(text)
+	return true
+}
+
+// close releases the upstream once the client has its last byte.
+func (rl *sseRelay) close() {
+	_ = rl.sa.stream.Close()
+	rl.sa.cancel(nil)
+}
+
+func writeFlush(w http.ResponseWriter, rc *http.ResponseController, b []byte) error {
+	if _, err := w.Write(b); err != nil {
+		return err
+	}
+	return rc.Flush()
+}
