@@ -27,14 +27,22 @@ func (f File) Credentials() server.CredentialSource {
 
 // Start applies the file's snapshot, then watches it in the background.
 func (f File) Start(ctx context.Context, sink Sink) error {
-	snap, err := snapshot.LoadFile(f.Path)
+	data, err := snapshot.ReadFile(f.Path)
 	if err != nil {
 		return fmt.Errorf("loading snapshot: %w", err)
+	}
+	snap, err := snapshot.Parse(data)
+	if err != nil {
+		return fmt.Errorf("loading snapshot: %s: %w", f.Path, err)
 	}
 	if err := sink.Apply(ctx, snap); err != nil {
 		return fmt.Errorf("applying snapshot: %w", err)
 	}
-	go WatchFile(ctx, f.Path, f.Interval, func(s *snapshot.Snapshot) { _ = sink.Apply(ctx, s) }, sink.ReportReloadError)
+	// The watcher starts from the content just applied, so its first poll
+	// delivers only a change made since.
+	w := watcher{path: f.Path, onChange: func(s *snapshot.Snapshot) { _ = sink.Apply(ctx, s) }, onError: sink.ReportReloadError,
+		valid: sha256.Sum256(data), hasRead: true}
+	go w.run(ctx, f.Interval)
 	return nil
 }
 
@@ -62,10 +70,14 @@ const racyWindow = 3 * time.Second
 // support, works for files replaced by rename and for Kubernetes' symlink swaps,
 // and costs one stat per interval.
 func WatchFile(ctx context.Context, path string, interval time.Duration, onChange func(*snapshot.Snapshot), onError func(error)) {
+	w := watcher{path: path, onChange: onChange, onError: onError}
+	w.run(ctx, interval)
+}
+
+func (w *watcher) run(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = DefaultWatchInterval
 	}
-	w := watcher{path: path, onChange: onChange, onError: onError}
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {

@@ -221,3 +221,63 @@ func replaceFile(t *testing.T, path string, data []byte) {
 		t.Fatal(err)
 	}
 }
+
+// recordingSink counts what a source delivers.
+type recordingSink struct {
+	mu      sync.Mutex
+	applied []string
+	errs    []error
+}
+
+func (r *recordingSink) Apply(_ context.Context, s *snapshot.Snapshot) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.applied = append(r.applied, s.Version)
+	return nil
+}
+func (r *recordingSink) ReportReloadError(err error) {
+	r.mu.Lock()
+	r.errs = append(r.errs, err)
+	r.mu.Unlock()
+}
+func (r *recordingSink) Refresh(context.Context) error { return nil }
+func (r *recordingSink) Version() string               { return "" }
+func (r *recordingSink) count() int                    { r.mu.Lock(); defer r.mu.Unlock(); return len(r.applied) }
+
+// File.Start applies the file once; its watcher then delivers only changes
+// made since, so it never re-applies the start content over a newer
+// snapshot someone applied in between.
+func TestFileStartDeliversOnlyLaterChanges(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "snapshot.json")
+	v1 := writeSnapshot(t, path, validSnapshot())
+	sink := &recordingSink{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := (File{Path: path, Interval: 5 * time.Millisecond}).Start(ctx, sink); err != nil {
+		t.Fatal(err)
+	}
+	if n := sink.count(); n != 1 || sink.applied[0] != v1 {
+		t.Fatalf("after Start: %v, want [%s]", sink.applied, v1)
+	}
+	// A rewrite with the same bytes moves mtime; the watcher must re-read it,
+	// find the content it started from, and deliver nothing.
+	b, _ := os.ReadFile(path)
+	replaceFile(t, path, b)
+	time.Sleep(100 * time.Millisecond) // twenty poll intervals: a delivery would show
+	if n := sink.count(); n != 1 {
+		t.Fatalf("the unchanged start content was delivered again: %v", sink.applied)
+	}
+	s2 := validSnapshot()
+	s2.Keys[0].Disabled = true
+	v2 := writeSnapshot(t, path, s2)
+	deadline := time.Now().Add(5 * time.Second)
+	for sink.count() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("a later change was not delivered")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if sink.applied[1] != v2 {
+		t.Fatalf("delivered %v, want [%s %s]", sink.applied, v1, v2)
+	}
+}
