@@ -121,8 +121,8 @@ func TestCompileGolden(t *testing.T) {
 	}
 	// The shipped samples are a case of their own, so they can never drift
 	// into something the controller refuses.
-	if cases["samples"], err = filepath.Glob("../config/samples/llmgw_*.yaml"); err != nil || len(cases["samples"]) == 0 {
-		t.Fatalf("no samples: %v", err)
+	if cases["samples"], err = samplePaths(); err != nil {
+		t.Fatal(err)
 	}
 	for name, paths := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -168,8 +168,8 @@ func TestCompileIsPure(t *testing.T) {
 	for _, f := range files {
 		cases[strings.TrimSuffix(filepath.Base(f), ".yaml")] = []string{f}
 	}
-	if cases["samples"], err = filepath.Glob("../config/samples/llmgw_*.yaml"); err != nil || len(cases["samples"]) == 0 {
-		t.Fatalf("no samples: %v", err)
+	if cases["samples"], err = samplePaths(); err != nil {
+		t.Fatal(err)
 	}
 	for name, paths := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -340,3 +340,13 @@ func TestCompileNeverLeaksPlaintext(t *testing.T) {
 // plaintextInTestdata is a syntactically valid key that is deliberately
 // misplaced in testdata/invalid.yaml; it authorizes nothing anywhere.
 const plaintextInTestdata = "lgw_leakedkey0_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+
+// samplePaths are config/samples' resources plus the Secret the install
+// generates for them (a test stand-in).
+func samplePaths() ([]string, error) {
+	paths, err := filepath.Glob("../config/samples/llmgw_*.yaml")
+	if err != nil || len(paths) == 0 {
+		return nil, fmt.Errorf("no samples: %v", err)
+	}
+	return append(paths, "testdata/samples/mock-beta-upstream.yaml"), nil
+}

@@ -3,7 +3,6 @@ package controllers
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,9 +33,9 @@ func newNamespace() string {
 }
 
 func samplesYAML() string {
-	paths, err := filepath.Glob(filepath.Join("..", "config", "samples", "llmgw_*.yaml"))
+	paths, err := samplePaths()
 	Expect(err).NotTo(HaveOccurred())
-	Expect(paths).To(HaveLen(7))
+	Expect(paths).To(HaveLen(8))
 	return filesYAML(paths...)
 }
 
