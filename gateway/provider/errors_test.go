@@ -414,18 +414,3 @@ func TestDialTimeoutIsTimeout(t *testing.T) {
 	}
 	assertNoLeak(t, e, "10.0.0.1")
 }
-
-// Retryable is not the fallback rule: that is nextStep in gateway/server, fed
-// by its failures table and tested there (TestNextStep, TestFallbackByFailure,
-// which hold the status and kind cases once asserted here). This test-only
-// copy of its fallback column exists because mock_test.go still asserts on it;
-// delete it with those assertions.
-func (e *Error) Retryable() bool {
-	switch e.Kind {
-	case KindTimeout, KindConnection, KindStream:
-		return true
-	case KindStatus:
-		return e.StatusCode == 429 || e.StatusCode >= 500
-	}
-	return false
-}

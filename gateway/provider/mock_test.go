@@ -133,7 +133,7 @@ func TestMockWrongCredential(t *testing.T) {
 			a, srv := startMock(t, mc, func(c *Config) { c.Credential = "wrong-" + testCredential })
 			_, err := a.Complete(testCtx(t), mockRequest(mc.model, ""))
 			e := asError(t, err)
-			if e.Kind != KindStatus || e.StatusCode != 401 || e.Retryable() || e.Type != wantType[mc.flavor] {
+			if e.Kind != KindStatus || e.StatusCode != 401 || e.Type != wantType[mc.flavor] {
 				t.Fatalf("got %+v", e)
 			}
 			assertNoLeak(t, err, append(leakCandidates(srv), "wrong-"+testCredential)...)
@@ -146,13 +146,12 @@ func TestMockStatusFaults(t *testing.T) {
 		directive  string
 		status     int
 		retryAfter time.Duration
-		retryable  bool
 	}{
-		{"*:status=400", 400, 0, false},
-		{"*:status=403", 403, 0, false},
-		{"*:status=429 *:retry_after=3", 429, 3 * time.Second, true},
-		{"*:status=500", 500, 0, true},
-		{"*:status=503", 503, 0, true},
+		{"*:status=400", 400, 0},
+		{"*:status=403", 403, 0},
+		{"*:status=429 *:retry_after=3", 429, 3 * time.Second},
+		{"*:status=500", 500, 0},
+		{"*:status=503", 503, 0},
 	}
 	for _, mc := range mockCases {
 		a, srv := startMock(t, mc)
@@ -167,7 +166,7 @@ func TestMockStatusFaults(t *testing.T) {
 					}
 					e := asError(t, err)
 					if e.Kind != KindStatus || e.StatusCode != tc.status || e.RetryAfter != tc.retryAfter ||
-						e.Retryable() != tc.retryable || !strings.Contains(e.Message, "mock fault") {
+						!strings.Contains(e.Message, "mock fault") {
 						t.Fatalf("stream=%v: got %+v", stream, e)
 					}
 					assertNoLeak(t, err, leakCandidates(srv)...)
@@ -194,7 +193,7 @@ func TestMockTimeouts(t *testing.T) {
 		t.Run(string(mc.flavor), func(t *testing.T) {
 			a, _ := startMock(t, mc, func(c *Config) { c.ResponseHeaderTimeout = 100 * time.Millisecond })
 			_, err := a.Complete(testCtx(t), mockRequest(mc.model, "*:delay_ms=2000"))
-			if e := asError(t, err); e.Kind != KindTimeout || !e.Retryable() {
+			if e := asError(t, err); e.Kind != KindTimeout {
 				t.Fatalf("header delay: %+v", e)
 			}
 			// Headers on time, first byte late: the caller's first-chunk deadline.
