@@ -80,8 +80,8 @@ var (
 )
 
 // failures is the one table from a failure to its attempt outcome, fallback
-// class, health effect, record status and the caller's answer; the README's
-// fault matrix documents it.
+// class, health effect, record status and the caller's answer;
+// docs/protocol.md's fault matrix documents it.
 var failures = [numFailKinds]failureRow{
 	failTimeout: {outcome: usage.OutcomeTimeout, fallback: true, blame: true, after: streamStalled,
 		before: answer{record: statusError, status: http.StatusGatewayTimeout, typ: typeProviderTimeout, code: "upstream_timeout",

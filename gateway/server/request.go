@@ -147,7 +147,7 @@ func rejectUnsupported(cr *chatRequest) *apiError {
 	}
 	for _, u := range unsupported {
 		if len(u.raw) > 0 && !bytes.Equal(u.raw, []byte("null")) {
-			return errInvalid("unsupported_parameter", u.name, u.name+" is not supported by this gateway (see the compatible subset in the README)")
+			return errInvalid("unsupported_parameter", u.name, u.name+" is not supported by this gateway (see the compatible subset in docs/protocol.md)")
 		}
 	}
 	return nil
@@ -323,7 +323,7 @@ func decodeError(err error) *apiError {
 		if len(field) > 64 || !printable(field) {
 			field = ""
 		}
-		return errInvalid("unknown_parameter", field, "unknown parameter "+strings.TrimSpace(field)+"; see the compatible subset in the README")
+		return errInvalid("unknown_parameter", field, "unknown parameter "+strings.TrimSpace(field)+"; see the compatible subset in docs/protocol.md")
 	default:
 		return errInvalid("invalid_json", "", "request body is not valid JSON")
 	}
