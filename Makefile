@@ -18,19 +18,25 @@ lint: ## go vet + gofmt check
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^hack/.*/vendor/')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# The README's test command: fast enough for a newcomer (a few minutes warm).
 .PHONY: test
-test: envtest ## unit, integration and envtest suites with the race detector
+test: envtest ## unit, integration and envtest suites with the race detector, then a fuzz smoke pass (3s a target)
+	@echo "[test] go test -race ./... (envtest: $(ENVTEST_ASSETS))"
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) LLMGW_REQUIRE_ENVTEST=1 $(GO) test -race -count=1 ./...
+	FUZZTIME=$${FUZZTIME:-3s} hack/fuzz.sh
 
 .PHONY: fuzz
-fuzz: ## run every fuzz target briefly (FUZZTIME, default 10s each)
+fuzz: ## run every fuzz target (FUZZTIME, default 10s each)
 	hack/fuzz.sh
 
 .PHONY: run
 run: build ## start the local stack: both mock providers and the gateway on loopback (llmgw up)
 	$(BIN)/llmgw up
 
+# What CI runs (.ci/run): the checks, the README's test command, then the kind
+# suite (make test-e2e-kind, hack/e2e/e2e.mk), which builds the offline node
+# image and the cluster when they are missing.
 .PHONY: test-all
-test-all: build lint verify-generated test fuzz kind-ci ## the README's test command: everything CI runs
+test-all: build lint verify-generated verify-docs verify-chart test test-e2e-kind ## everything CI runs
 
 -include hack/*.mk hack/*/*.mk
