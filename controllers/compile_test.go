@@ -110,7 +110,11 @@ func golden(t *testing.T, path string, got []byte) {
 	}
 }
 
-func TestCompileGolden(t *testing.T) {
+// compileCases are the inputs of the golden and purity tests: every
+// testdata/*.yaml, and the shipped samples as a case of their own, so they can
+// never drift into something the controller refuses.
+func compileCases(t *testing.T) map[string][]string {
+	t.Helper()
 	files, err := filepath.Glob("testdata/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no golden cases: %v", err)
@@ -119,12 +123,14 @@ func TestCompileGolden(t *testing.T) {
 	for _, f := range files {
 		cases[strings.TrimSuffix(filepath.Base(f), ".yaml")] = []string{f}
 	}
-	// The shipped samples are a case of their own, so they can never drift
-	// into something the controller refuses.
 	if cases["samples"], err = samplePaths(); err != nil {
 		t.Fatal(err)
 	}
-	for name, paths := range cases {
+	return cases
+}
+
+func TestCompileGolden(t *testing.T) {
+	for name, paths := range compileCases(t) {
 		t.Run(name, func(t *testing.T) {
 			in := loadInputs(t, paths...)
 			snapJSON, statusJSON := render(t, in)
@@ -160,18 +166,7 @@ func TestCompileGolden(t *testing.T) {
 // GatewayKey's rateLimit or expiresAt, a ModelAlias's timeouts, a Secret's key
 // list) is seen, not only a change to the top-level values.
 func TestCompileIsPure(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no inputs: %v", err)
-	}
-	cases := map[string][]string{}
-	for _, f := range files {
-		cases[strings.TrimSuffix(filepath.Base(f), ".yaml")] = []string{f}
-	}
-	if cases["samples"], err = samplePaths(); err != nil {
-		t.Fatal(err)
-	}
-	for name, paths := range cases {
+	for name, paths := range compileCases(t) {
 		t.Run(name, func(t *testing.T) {
 			in := loadInputs(t, paths...)
 			before := deepCopyInputs(in)

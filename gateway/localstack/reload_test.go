@@ -102,14 +102,20 @@ func TestRunReloadsSnapshotFile(t *testing.T) {
 }
 
 func healthStatus(t *testing.T, base string) string {
-	resp, err := http.Get(base + "/health")
+	var h struct {
+		Status string `json:"status"`
+	}
+	getJSON(t, base+"/health", &h)
+	return h.Status
+}
+
+// getJSON decodes the JSON answer of GET url into v.
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var h struct {
-		Status string `json:"status"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&h)
-	return h.Status
+	_ = json.NewDecoder(resp.Body).Decode(v)
 }

@@ -186,14 +186,9 @@ func TestKillDuringRequestsThenRestart(t *testing.T) {
 }
 
 func mockTotal(t *testing.T, base string) int {
-	resp, err := http.Get(base + "/mock/calls")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var c struct {
 		Total int `json:"total"`
 	}
-	_ = json.NewDecoder(resp.Body).Decode(&c)
+	getJSON(t, base+"/mock/calls", &c)
 	return c.Total
 }
