@@ -105,19 +105,6 @@ func (f Fault) Labels() []string {
 // String is the space-separated Labels, without a target.
 func (f Fault) String() string { return strings.Join(f.Labels(), " ") }
 
-// Directive renders faults as one directive line that ParseDirectives maps back to
-// the same faults; tools use it to build requests.
-func Directive(faults map[Flavor]Fault) string {
-	var b strings.Builder
-	b.WriteString(DirectivePrefix)
-	for _, fl := range []Flavor{Alpha, Beta} {
-		for _, l := range faults[fl].Labels() {
-			b.WriteString(" " + string(fl) + ":" + l)
-		}
-	}
-	return b.String()
-}
-
 // isDirectiveLine: the first field must be exactly @mock, so "@mockingbird" is prose.
 func isDirectiveLine(line string) bool {
 	rest, ok := strings.CutPrefix(strings.TrimLeft(line, " \t"), DirectivePrefix)

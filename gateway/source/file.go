@@ -46,7 +46,7 @@ func (f File) Start(ctx context.Context, sink Sink) error {
 	return nil
 }
 
-// DefaultWatchInterval is used when WatchFile is given a non-positive interval.
+// DefaultWatchInterval is used when a watcher is given a non-positive interval.
 const DefaultWatchInterval = time.Second
 
 // racyWindow: a file modified this close to our last read may have changed again
@@ -54,14 +54,14 @@ const DefaultWatchInterval = time.Second
 // so its content is re-read rather than trusted (git's "racily clean" problem).
 const racyWindow = 3 * time.Second
 
-// WatchFile polls path until ctx is done (it blocks; run it in a goroutine).
+// run polls the watcher's path until ctx is done (it blocks; run it in a goroutine).
 //
-// The first valid snapshot read is always delivered to onChange, and after that
-// onChange runs when the file's content changes to a valid snapshot, or when
-// valid content is back after a reported problem. Whether a delivery is a new
-// version is the consumer's call (server.Apply decides it, for every source): a
-// caller that loaded the file itself gets one call with the version it has. An unreadable, missing or invalid file is
-// reported to onError once it has been seen on two polls in a row (so an editor's
+// A valid snapshot is delivered to onChange when the file's content differs
+// from the last valid content (a watcher that starts from nothing delivers its
+// first valid read; File.Start's starts from what it applied), or when valid
+// content is back after a reported problem. Whether a delivery is a new
+// version is the consumer's call (server.Apply decides it, for every source).
+// An unreadable, missing or invalid file is reported to onError once it has been seen on two polls in a row (so an editor's
 // non-atomic save, caught half-written, is not reported), and once only; the
 // caller keeps the snapshot it has. Callbacks run on the watcher's goroutine, one
 // at a time.
@@ -69,11 +69,6 @@ const racyWindow = 3 * time.Second
 // Polling (stat, then a content hash when the stat changed) needs no inotify
 // support, works for files replaced by rename and for Kubernetes' symlink swaps,
 // and costs one stat per interval.
-func WatchFile(ctx context.Context, path string, interval time.Duration, onChange func(*snapshot.Snapshot), onError func(error)) {
-	w := watcher{path: path, onChange: onChange, onError: onError}
-	w.run(ctx, interval)
-}
-
 func (w *watcher) run(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = DefaultWatchInterval

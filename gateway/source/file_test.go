@@ -26,7 +26,7 @@ func startWatch(t *testing.T, path string) *watchLog {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		WatchFile(ctx, path, 5*time.Millisecond,
+		watchFile(ctx, path, 5*time.Millisecond,
 			func(s *snapshot.Snapshot) {
 				w.mu.Lock()
 				w.changes = append(w.changes, s)
@@ -280,4 +280,10 @@ func TestFileStartDeliversOnlyLaterChanges(t *testing.T) {
 	if sink.applied[1] != v2 {
 		t.Fatalf("delivered %v, want [%s %s]", sink.applied, v1, v2)
 	}
+}
+
+// watchFile runs a watcher on path from scratch (no content applied yet).
+func watchFile(ctx context.Context, path string, interval time.Duration, onChange func(*snapshot.Snapshot), onError func(error)) {
+	w := watcher{path: path, onChange: onChange, onError: onError}
+	w.run(ctx, interval)
 }
