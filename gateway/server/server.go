@@ -25,8 +25,6 @@ type Options struct {
 	Metrics     *Metrics
 	// Peers, when set, makes GET /v1/usage answer across gateway replicas.
 	Peers Peers
-	// Now is the clock; tests may pin it.
-	Now func() time.Time
 }
 
 // Server is the data plane. Create it with New, publish config with Apply.
@@ -54,12 +52,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Ledger == nil {
 		return nil, errors.New("server: a usage ledger is required")
 	}
-	s := &Server{ledger: opts.Ledger, log: opts.Logger, creds: opts.Credentials, metrics: opts.Metrics, now: opts.Now, peers: opts.Peers}
+	s := &Server{ledger: opts.Ledger, log: opts.Logger, creds: opts.Credentials, metrics: opts.Metrics, now: time.Now, peers: opts.Peers}
 	if s.log == nil {
 		s.log = slog.Default()
-	}
-	if s.now == nil {
-		s.now = time.Now
 	}
 	if s.metrics == nil {
 		s.metrics = NewMetrics(nil)
