@@ -323,10 +323,10 @@ func servedAliases(ctx context.Context, k kube) ([]string, error) {
 }
 
 type podInfo struct {
-	Name, UID, Phase string
-	Restarts         int32
-	Ready            bool
-	Claims           []string
+	Name, UID, Phase, IP string
+	Restarts             int32
+	Ready                bool
+	Claims               []string
 }
 
 // pods lists the pods of the namespace.
@@ -341,6 +341,7 @@ func pods(ctx context.Context, k kube) ([]podInfo, error) {
 			}
 			Status struct {
 				Phase             string
+				PodIP             string `json:"podIP"`
 				Conditions        []condition
 				ContainerStatuses []struct {
 					RestartCount int32 `json:"restartCount"`
@@ -353,7 +354,7 @@ func pods(ctx context.Context, k kube) ([]podInfo, error) {
 	}
 	var out []podInfo
 	for _, p := range list.Items {
-		pi := podInfo{Name: p.Metadata.Name, UID: p.Metadata.UID, Phase: p.Status.Phase}
+		pi := podInfo{Name: p.Metadata.Name, UID: p.Metadata.UID, Phase: p.Status.Phase, IP: p.Status.PodIP}
 		for _, cs := range p.Status.ContainerStatuses {
 			pi.Restarts += cs.RestartCount
 		}
