@@ -424,6 +424,9 @@ var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 			GinkgoWriter.Printf("llmgw-gateway-0 never answered partial while %s was away (it came back between polls)\n", pod)
 		}
 		Expect(fwPod[1].Restart(time.Minute)).To(Succeed())
+		// The Service's forward may have been on the killed pod: a fresh one
+		// for the next specs.
+		Expect(fwGW.Restart(time.Minute)).To(Succeed())
 
 		By("through both pods: every earlier record, and exactly one record of the cut request, interrupted")
 		for _, base := range replicas() {
@@ -465,6 +468,8 @@ var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 		logs, _ := k.run(ctx, nil, "-n", ns, "logs", oldMock, "--all-containers")
 		evidence = append(evidence, logs)
 
+		Eventually(func() int { return specs.ModelsStatus(ctx, fwGW.URL(), key("mockdel")) }).WithContext(ctx).
+			WithTimeout(time.Minute).Should(Equal(http.StatusOK), "the Service's port-forward")
 		var mu sync.Mutex
 		var sent specs.Sent
 		byProvider := map[string]int{}
