@@ -32,6 +32,21 @@ healthy() {
   wait_system_ready "${1:-30}"
 }
 
+# contain_cluster_traffic keeps the cluster's own addresses inside the node:
+# an "unreachable" route for the pod and Service ranges means a connection to
+# a Service IP that kube-proxy has not (yet, or any more) translated, or to a
+# deleted pod's IP, fails at once (a connection error the gateway falls back
+# on) instead of leaving through the node's default route to whatever
+# answers beyond it. Per-pod /32 routes and kube-proxy's DNAT still win.
+contain_cluster_traffic() {
+  local cidr
+  for cidr in "${KIND_POD_SUBNET:-10.244.0.0/16}" "${KIND_SERVICE_SUBNET:-10.96.0.0/16}"; do
+    docker exec "$NODE_CONTAINER" ip route replace unreachable "$cidr" ||
+      die "could not add the unreachable route for $cidr in $NODE_CONTAINER"
+  done
+  log "node $NODE_CONTAINER: pod and Service ranges routed unreachable beyond their own routes"
+}
+
 # existing_cluster: exits 0 when the cluster is there and healthy; deletes an
 # unhealthy one (after diagnostics).
 CHECKED_EXISTING=0
@@ -41,6 +56,7 @@ existing_cluster() {
   progress "$TARGET" "cluster $KIND_CLUSTER_NAME exists ($(cluster_path) path): checking that it is healthy"
   ensure_kubectl
   if healthy 60; then
+    contain_cluster_traffic
     log "cluster $KIND_CLUSTER_NAME is already up and healthy: nothing to do (KUBECONFIG=$KIND_KUBECONFIG, $(since "$T0"))"
     exit 0
   fi
@@ -124,6 +140,7 @@ if ! create_once; then
     die "cluster $KIND_CLUSTER_NAME could not be created on the second try either"
   fi
 fi
+contain_cluster_traffic
 kc get nodes -o wide >&2
 kc get pods -A >&2
 log "kind-up: cluster $KIND_CLUSTER_NAME ready ($KIND_RESOLVED_MODE path) in $(since "$T0")"
