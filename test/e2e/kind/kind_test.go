@@ -445,16 +445,16 @@ var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 
 	It("keeps answering through the alias's fallback while the primary's mock pod is deleted and replaced", func(ctx SpecContext) {
 		// While mock-alpha has no endpoint the gateways still call its
-		// ClusterIP. A node that routes untranslated ClusterIP traffic out of
-		// its default route sends those calls out of the cluster (here an
-		// egress proxy answered them with HTTP 404, which the gateway, by
-		// design, does not fall back on). Run only on a node that refuses it.
+		// ClusterIP. A node that routed untranslated ClusterIP traffic out of
+		// its default route would send those calls out of the cluster (an
+		// egress proxy once answered them with HTTP 404, which the gateway, by
+		// design, does not fall back on). make kind-up routes the pod and
+		// Service ranges unreachable; without that, this spec must not run.
 		clusterIP := strings.TrimSpace(k.must(ctx, "get", "svc", "mock-alpha", "-o", "jsonpath={.spec.clusterIP}"))
-		if ok, why := nodeContainsServiceTraffic(ctx, clusterIP); !ok && os.Getenv("LLMGW_E2E_MOCK_DELETE") != "force" {
-			Skip("not deleting a mock pod: while its Service has no endpoint the gateways' calls to ClusterIP " + clusterIP +
-				" would leave the cluster (the kind node routes it: " + why + "). hack/kind must make the node refuse " +
-				"untranslated Service and pod CIDR traffic (e.g. `ip route add unreachable 10.96.0.0/12` and " +
-				"`ip route add unreachable 10.244.0.0/16` in the CNI stand-in). LLMGW_E2E_MOCK_DELETE=force runs it anyway.")
+		if ok, why := nodeContainsServiceTraffic(ctx, clusterIP); !ok {
+			Fail("not deleting a mock pod: while its Service has no endpoint the gateways' calls to ClusterIP " + clusterIP +
+				" would leave the cluster (the kind node routes it: " + why + "); make kind-up should have routed the " +
+				"pod and Service ranges unreachable (hack/kind/up.sh contain_cluster_traffic)")
 		}
 		list, err := pods(ctx, k)
 		Expect(err).NotTo(HaveOccurred())
