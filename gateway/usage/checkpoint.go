@@ -34,11 +34,25 @@ func (l *Ledger) checkpointLoop() {
 	defer close(l.ckDone)
 	t := time.NewTicker(checkpointInterval)
 	defer t.Stop()
+	r := l.opts.Retention
+	prune := r.MaxAge > 0 || r.MaxBytes > 0
+	next := time.Now() // the first pass right away: a restart after a long stop prunes at once
 	for {
 		select {
 		case <-l.ckStop:
 			return
 		case <-t.C:
+			if prune && !time.Now().Before(next) {
+				next = time.Now().Add(r.Interval)
+				ctx, cancel := context.WithTimeout(context.Background(), r.Interval)
+				if n, err := l.Prune(ctx); err != nil {
+					l.log.Warn("usage ledger: retention pass failed", "err", err, "dropped", n)
+				} else if n > 0 {
+					l.log.Info("usage ledger: retention dropped the oldest records", "dropped", n,
+						"max_age", r.MaxAge.String(), "max_bytes", r.MaxBytes)
+				}
+				cancel()
+			}
 			if _, err := l.c.Exec("PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
 				l.log.Warn("usage ledger: background checkpoint failed", "err", err)
 			}

@@ -32,6 +32,9 @@ type Options struct {
 	QueueSize int
 	// BusyTimeout is how long SQLite waits on a locked file (default 5s).
 	BusyTimeout time.Duration
+	// Retention bounds the ledger by age and size (the zero value keeps
+	// everything).
+	Retention Retention
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -48,6 +51,9 @@ func (o *Options) defaults() {
 	}
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 5 * time.Second
+	}
+	if o.Retention.Interval <= 0 {
+		o.Retention.Interval = time.Minute
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -184,7 +184,8 @@ func (l *Ledger) Stats() Stats {
 }
 
 type counters struct {
-	nOps, nBatches, nFailed atomic.Uint64
+	nOps, nBatches, nFailed   atomic.Uint64
+	nDroppedAge, nDroppedSize atomic.Uint64
 }
 
 // run is the single writer: it owns the one write connection, so SQLite
