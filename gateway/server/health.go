@@ -69,14 +69,31 @@ type snapshotHealthJSON struct {
 	LastReloadAt    *time.Time `json:"last_reload_at,omitempty"`
 }
 
-// handleHealth reports status without URLs, credentials or key data: names,
+// reloadRejected is what the data port says of a rejected snapshot: the
+// error itself names files, Secrets and config values that callers without a
+// key have no business seeing.
+const reloadRejected = "the newest snapshot was rejected and the previous one is running; the reason is in the gateway's log and on its management port (GET /health)"
+
+// handleHealth is the data port's /health: no key needed, so it reports
+// status without URLs, credentials, key data or reload details: names,
 // protocols, counters and times only.
-func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) { s.writeHealth(w, r, false) }
+
+// ManagementHealthHandler is /health for the management port: the same
+// report, with the reason a snapshot was rejected.
+func (s *Server) ManagementHealthHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.writeHealth(w, r, true) })
+}
+
+func (s *Server) writeHealth(w http.ResponseWriter, r *http.Request, detail bool) {
 	out := healthJSON{Status: "ok", Providers: []providerHealthJSON{}, UsageStore: "ok", Inflight: s.inflight.Load()}
 	st := s.state.Load()
 	s.reloadMu.Lock()
 	if s.lastReloadErr != "" {
-		out.Snapshot.LastReloadError = s.lastReloadErr
+		out.Snapshot.LastReloadError = reloadRejected
+		if detail {
+			out.Snapshot.LastReloadError = s.lastReloadErr
+		}
 		out.Status = "degraded"
 	}
 	if !s.lastReloadAt.IsZero() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -48,8 +49,19 @@ func TestReloadValidThenInvalid(t *testing.T) {
 		} `json:"snapshot"`
 	}
 	_ = json.Unmarshal(r.body, &health)
-	if health.Status != "degraded" || health.Snapshot.Version != v2 || !strings.Contains(health.Snapshot.LastReloadError, "nonexistent") {
+	if health.Status != "degraded" || health.Snapshot.Version != v2 || health.Snapshot.LastReloadError == "" {
 		t.Fatalf("health after rejected reload: %s", r.body)
+	}
+	// The data port needs no key: it says that a snapshot was rejected, not
+	// why (reasons name files, Secrets and config values). The management
+	// port says why.
+	if strings.Contains(string(r.body), "nonexistent") || strings.Contains(string(r.body), h.dbPath[:strings.LastIndex(h.dbPath, "/")]) {
+		t.Fatalf("the data port's /health shows the rejection's details: %s", r.body)
+	}
+	rec := httptest.NewRecorder()
+	h.srv.ManagementHealthHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
+	if !strings.Contains(rec.Body.String(), "nonexistent") {
+		t.Fatalf("the management port's /health does not say why: %s", rec.Body.String())
 	}
 }
 
