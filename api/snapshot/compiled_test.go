@@ -47,7 +47,7 @@ func TestCompiledLookups(t *testing.T) {
 	src.Aliases[1].Fallbacks[0].Provider = "x"
 	*src.Aliases[1].MaxFallbacks = 0
 	src.Providers[1].Credential.File = "/other"
-	if k.Models[0] != "chat-alpha" || a.Fallbacks[0].Provider != "alpha" || *a.MaxFallbacks != 1 || p.Credential.File != "/state/beta-key" {
+	if k.Models[0] != "chat-alpha" || a.Fallbacks[0].Provider != "alpha" || *a.MaxFallbacks != 1 || p.Credential.File != "state/beta-key" {
 		t.Fatal("Compile shares memory with its input")
 	}
 }

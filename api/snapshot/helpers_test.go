@@ -23,7 +23,7 @@ func validSnapshot() *Snapshot {
 		Providers: []Provider{
 			{Name: "alpha", Protocol: ProtocolOpenAI, BaseURL: "http://127.0.0.1:9001"},
 			{Name: "beta", Protocol: ProtocolAnthropic, BaseURL: "http://127.0.0.1:9002/v1",
-				Credential: &Credential{File: "/state/beta-key"}},
+				Credential: &Credential{File: "state/beta-key"}},
 		},
 		Aliases: []Alias{
 			{Name: "chat-alpha", Primary: Route{"alpha", "alpha-large"}, Fallbacks: []Route{{"beta", "beta-large"}}},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
@@ -116,6 +117,10 @@ func validateProvider(obj string, p *Provider) []error {
 			add("credential: set file or secretName+secretKey (or omit credential)")
 		case hasSecret && (c.SecretName == "" || c.SecretKey == ""):
 			add("credential: secretName and secretKey must both be set")
+		case hasFile && !filepath.IsLocal(c.File):
+			// The gateway reads it below the credentials directory its operator
+			// names; a snapshot must not point it at any other file.
+			add("credential.file must be a relative path inside the gateway's credentials directory (no leading /, no ..)")
 		}
 	}
 	checkTimeout(add, "connectTimeoutMs", p.ConnectTimeoutMs)
@@ -236,6 +241,11 @@ func validBaseURL(raw string) error {
 		return errors.New("must not contain userinfo (reference a credential instead)")
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
 		return errors.New("must not have a query or fragment")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return errors.New("has an invalid port (1-65535)")
+		}
 	}
 	return nil
 }

@@ -18,10 +18,16 @@ import (
 type File struct {
 	Path     string
 	Interval time.Duration // poll interval; <= 0 means DefaultWatchInterval
+	// CredentialsDir is the only directory `credential.file` references are
+	// read from; "" means the snapshot file's directory.
+	CredentialsDir string
 }
 
-// Credentials reads `credential.file` references, relative to the snapshot's directory.
+// Credentials reads `credential.file` references below CredentialsDir.
 func (f File) Credentials() server.CredentialSource {
+	if f.CredentialsDir != "" {
+		return fileCredentials{baseDir: f.CredentialsDir}
+	}
 	return fileCredentials{baseDir: filepath.Dir(f.Path)}
 }
 

@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/llmgw/llmgw/api/snapshot"
 )
 
-// fileCredentials resolves `credential.file` references (standalone mode).
-// Relative paths are relative to the snapshot file's directory, so a state
-// directory can be moved as a whole.
+// fileCredentials resolves `credential.file` references (standalone mode)
+// below one directory: the operator's --credentials-dir, by default the
+// snapshot file's own directory (so a state directory can be moved as a
+// whole). The snapshot names a relative path (validation refuses others) and
+// the file is opened with os.OpenInRoot, so neither ".." nor a symbolic link
+// reaches a file outside that directory.
 type fileCredentials struct {
 	baseDir string
 }
@@ -22,13 +25,14 @@ func (f fileCredentials) Resolve(_ context.Context, provider string, ref snapsho
 	if ref.File == "" {
 		return "", errors.New("standalone mode supports only file credential references")
 	}
-	path := ref.File
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(f.baseDir, path)
-	}
-	b, err := os.ReadFile(path)
+	file, err := os.OpenInRoot(f.baseDir, ref.File)
 	if err != nil {
 		// The path is configuration, not a secret; the content never appears.
+		return "", fmt.Errorf("reading credential file for %s: %w", provider, err)
+	}
+	defer file.Close()
+	b, err := io.ReadAll(io.LimitReader(file, 64<<10))
+	if err != nil {
 		return "", fmt.Errorf("reading credential file for %s: %w", provider, err)
 	}
 	secret := strings.TrimSpace(string(b))
