@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -40,12 +41,24 @@ func Main(ctx context.Context, args []string) error {
 	fs.IntVar(&pc.Replicas, "replicas", 1, "with --peers-service: the StatefulSet's replica count (replicas 0..N-1 are expected; one that does not answer is reported missing)")
 	fs.StringVar(&pc.Self, "pod-name", envOr("POD_NAME", ""), "with --peers-service: this pod's name <statefulset>-<ordinal> (default $POD_NAME, else the hostname)")
 	peerTokenFile := fs.String("peer-token-file", "", "file holding the token gateways present to each other on the management port's "+peers.Path+" (required with --peers-service)")
+	fs.IntVar(&cfg.ClientIPRPM, "ip-rpm", 600, "per-client-address limit on /v1/*, checked before authentication: requests per minute (token bucket refill); 0 disables")
+	fs.IntVar(&cfg.ClientIPBurst, "ip-burst", 100, "per-client-address limit: burst (token bucket capacity); 0 disables")
+	trusted := fs.String("trusted-proxies", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (empty: the TCP peer is the client)")
+	fs.IntVar(&cfg.ReadRPM, "read-rpm", 60, "per-key limit of GET /v1/usage and GET /v1/models together (apart from the key's chat limit): requests per minute; 0 disables")
+	fs.IntVar(&cfg.ReadBurst, "read-burst", 20, "per-key limit of GET /v1/usage and GET /v1/models: burst; 0 disables")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: llmgw gateway --snapshot FILE [flags]\n       llmgw gateway --kubernetes [--namespace NS] [--configmap NAME] [flags]\n\nRuns the gateway data plane from a snapshot file (standalone mode) or from the\nsnapshot ConfigMap the controller writes (Kubernetes mode); both reload without a restart.\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if err != nil {
 		return err
+	}
+	if cfg.TrustedProxies, err = parseCIDRs(*trusted); err != nil {
+		return fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	if cfg.ClientIPRPM < 0 || cfg.ClientIPBurst < 0 || cfg.ReadRPM < 0 || cfg.ReadBurst < 0 {
+		return errors.New("--ip-rpm, --ip-burst, --read-rpm and --read-burst must be ≥ 0")
 	}
 	log, err := NewLogger(*level)
 	if err != nil {
@@ -70,6 +83,27 @@ func Main(ctx context.Context, args []string) error {
 		cfg.Source = file
 	}
 	return Run(ctx, cfg)
+}
+
+// parseCIDRs reads a comma-separated list of CIDRs; a bare address is its
+// own /32 or /128.
+func parseCIDRs(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				return nil, fmt.Errorf("%q is not a CIDR or an address", f)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 func envOr(name, def string) string {

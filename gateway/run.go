@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +36,13 @@ type Config struct {
 	// port's peer endpoint (which needs MgmtAddr).
 	Peers     server.Peers
 	PeerToken string
+	// Abuse limits of the data port (server.Options): a per-client-address
+	// bucket before authentication, trusted proxies for X-Forwarded-For,
+	// and a per-key bucket of /v1/usage and /v1/models. Zero disables a
+	// bucket; `llmgw gateway`'s flags have non-zero defaults.
+	ClientIPRPM, ClientIPBurst int
+	TrustedProxies             []netip.Prefix
+	ReadRPM, ReadBurst         int
 }
 
 // Gateway is a started gateway process: its ledger, its data plane and the
@@ -99,7 +107,9 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	watchCtx, g.stopWatch = context.WithCancel(ctx)
 	undo = append(undo, g.stopWatch)
 	g.Server, err = server.New(server.Options{Ledger: g.Ledger, Logger: log, Metrics: server.NewMetrics(reg),
-		Credentials: cfg.Source.Credentials(), Peers: cfg.Peers})
+		Credentials: cfg.Source.Credentials(), Peers: cfg.Peers,
+		ClientIPRPM: cfg.ClientIPRPM, ClientIPBurst: cfg.ClientIPBurst, TrustedProxies: cfg.TrustedProxies,
+		ReadRPM: cfg.ReadRPM, ReadBurst: cfg.ReadBurst})
 	if err != nil {
 		return nil, err
 	}

@@ -24,10 +24,15 @@ type listJSON[T any] struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
-// authOnly authenticates a non-chat endpoint (no usage record: the ledger
-// counts chat requests only).
+// authOnly admits a non-chat endpoint (no usage record: the ledger counts
+// chat requests only): the client-address limit, authentication, then the
+// key's read bucket.
 func (s *Server) authOnly(w http.ResponseWriter, r *http.Request) (*state, *snapshot.Key, bool) {
 	id := requestID(w)
+	if aerr := s.checkClientIP(r); aerr != nil {
+		writeError(w, aerr, id)
+		return nil, nil, false
+	}
 	st := s.state.Load()
 	if st == nil {
 		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: typeOverloaded, code: "not_ready",
@@ -35,6 +40,9 @@ func (s *Server) authOnly(w http.ResponseWriter, r *http.Request) (*state, *snap
 		return nil, nil, false
 	}
 	k, aerr := s.authenticate(st, r)
+	if aerr == nil {
+		aerr = s.checkRead(k)
+	}
 	if aerr != nil {
 		writeError(w, aerr, id)
 		return nil, nil, false

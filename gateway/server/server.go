@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,19 @@ type Options struct {
 	Metrics     *Metrics
 	// Peers, when set, makes GET /v1/usage answer across gateway replicas.
 	Peers Peers
+
+	// ClientIPRPM and ClientIPBurst are the per-client-address token bucket
+	// every /v1 request passes before authentication (429
+	// client_ip_rate_limited); either ≤ 0 disables it. ClientIPMaxClients
+	// caps the buckets held (0: ratelimit.DefaultMaxClients).
+	ClientIPRPM, ClientIPBurst, ClientIPMaxClients int
+	// TrustedProxies are the peers whose X-Forwarded-For is believed when
+	// finding the client address; none: the TCP peer is the client.
+	TrustedProxies []netip.Prefix
+	// ReadRPM and ReadBurst are the per-key token bucket of GET /v1/usage
+	// and GET /v1/models, separate from the key's chat bucket (429
+	// read_rate_limit_exceeded); either ≤ 0 disables it.
+	ReadRPM, ReadBurst int
 }
 
 // Server is the data plane. Create it with New, publish config with Apply.
@@ -40,6 +54,11 @@ type Server struct {
 	adapters adapterCache
 	health   providerHealth
 	inflight atomic.Int64
+
+	// readLimiter is the per-key bucket of /v1/usage and /v1/models, apart
+	// from the chat bucket (limiter); abuse holds the flag-set limits.
+	readLimiter ratelimit.Limiter
+	abuse       atomic.Pointer[abuseLimits]
 
 	reloadMu      sync.Mutex
 	lastReloadErr string
@@ -59,6 +78,7 @@ func New(opts Options) (*Server, error) {
 	if s.metrics == nil {
 		s.metrics = NewMetrics(nil)
 	}
+	s.setAbuseLimits(opts)
 	return s, nil
 }
 
@@ -92,6 +112,7 @@ func (s *Server) Apply(ctx context.Context, snap *snapshot.Snapshot) error {
 		keep[k.ID] = true
 	}
 	s.limiter.Forget(func(id string) bool { return keep[id] })
+	s.readLimiter.Forget(func(id string) bool { return keep[id] })
 	s.adapters.retain(st.adapters)
 	if old == nil || old.snap.Version != snap.Version {
 		s.log.Info("snapshot applied", "version", snap.Version, "providers", len(snap.Providers), "aliases", len(snap.Aliases), "keys", len(snap.Keys))
