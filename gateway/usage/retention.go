@@ -37,8 +37,9 @@ func (l *Ledger) RetentionStats() RetentionStats {
 
 // Prune runs one retention pass now (the background loop calls it every
 // Interval); it returns how many records it dropped.
-func (l *Ledger) Prune(ctx context.Context) (int, error) {
-	r := l.opts.Retention
+func (l *Ledger) Prune(ctx context.Context) (int, error) { return l.prune(ctx, l.opts.Retention) }
+
+func (l *Ledger) prune(ctx context.Context, r Retention) (int, error) {
 	total := 0
 	if r.MaxAge > 0 {
 		cutoff := time.Now().Add(-r.MaxAge).UnixMicro()
