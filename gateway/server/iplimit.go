@@ -16,7 +16,7 @@ import (
 type abuseLimits struct {
 	ip        *ratelimit.ClientLimiter // nil: no per-client-IP limit
 	trusted   []netip.Prefix
-	readRPM   int // ≤ 0: GET /v1/usage and /v1/models are not limited per key
+	readRPM   int // ≤ 0: the read bucket has the key's own chat rate limit
 	readBurst int
 }
 
@@ -47,13 +47,15 @@ func (s *Server) checkClientIP(r *http.Request) *apiError {
 }
 
 // checkRead takes a token from the key's bucket for GET /v1/usage and
-// GET /v1/models, separate from its chat bucket.
+// GET /v1/models, separate from its chat bucket: by default as large as the
+// key's own rate limit (the operator sized it per key), or the process-wide
+// --read-rpm/--read-burst when set.
 func (s *Server) checkRead(k *snapshot.Key) *apiError {
-	a := s.abuse.Load()
-	if a == nil || a.readRPM <= 0 || a.readBurst <= 0 {
-		return nil
+	rpm, burst := k.RateLimit.RPM, k.RateLimit.Burst
+	if a := s.abuse.Load(); a != nil && a.readRPM > 0 && a.readBurst > 0 {
+		rpm, burst = a.readRPM, a.readBurst
 	}
-	if d := s.readLimiter.Allow(k.ID, a.readRPM, a.readBurst, s.now()); !d.Allowed {
+	if d := s.readLimiter.Allow(k.ID, rpm, burst, s.now()); !d.Allowed {
 		return &apiError{status: http.StatusTooManyRequests, typ: typeRateLimit, code: "read_rate_limit_exceeded",
 			message:    "this key's rate limit for /v1/usage and /v1/models is exhausted; retry after the indicated delay",
 			retryAfter: d.RetryAfter}

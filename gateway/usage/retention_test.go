@@ -36,7 +36,7 @@ func exists(t *testing.T, l *Ledger, id string) bool {
 }
 
 func TestPruneByAgeKeepsNewAndInProgress(t *testing.T) {
-	l := openTest(t, Options{}) // no background pass: this test prunes by itself
+	l := openTest(t, Options{})                                    // no background pass: this test prunes by itself
 	old := fill(t, l, "req_a", 2500, time.Now().Add(-2*time.Hour)) // more than two batches
 	fresh := fill(t, l, "req_b", 10, time.Now())
 	open := finalRecord("req_0open", "k") // sorts first, created long ago, still running
