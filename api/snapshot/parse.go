@@ -2,33 +2,35 @@ package snapshot
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
 	"strings"
-	"sync"
-	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/llmgw/llmgw/api/keyformat"
 )
 
 // Parse decodes a snapshot strictly, normalizes and validates it, and checks or
 // fills its version. Strict means: one JSON object and nothing after it, no unknown
-// fields, no duplicate fields, and field names matched case-sensitively
-// (encoding/json alone would accept "Name" for "name" and keep the last of two
-// duplicates, so two readers could disagree about what a file says).
+// fields, no duplicate fields, field names matched case-sensitively and valid
+// UTF-8, so that two readers cannot disagree about what a file says. All of it
+// is the decoder's own: encoding/json/v2 semantics
+// (github.com/go-json-experiment/json) reject duplicates, case variants and
+// invalid UTF-8 by default, and RejectUnknownMembers adds unknown fields.
 func Parse(data []byte) (*Snapshot, error) {
-	if err := checkFieldNames(data); err != nil {
-		return nil, err
+	switch start := bytes.TrimLeft(data, " \t\r\n"); {
+	case len(start) == 0:
+		return nil, errors.New("empty or truncated JSON")
+	case start[0] != '{':
+		return nil, errors.New("top level must be a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var s Snapshot
-	if err := dec.Decode(&s); err != nil {
-		// Decode errors can quote input (e.g. a bad expiresAt string).
-		return nil, errors.New(keyformat.Redact(err.Error()))
+	if err := json.Unmarshal(data, &s, json.RejectUnknownMembers(true)); err != nil {
+		return nil, decodeError(err)
 	}
 	claimed := s.Version
 	s.Normalize()
@@ -46,100 +48,43 @@ func Parse(data []byte) (*Snapshot, error) {
 	return &s, nil
 }
 
-// checkFieldNames walks the token stream, rejecting syntax errors, trailing data, a
-// non-object top level, duplicate fields and field names not spelled exactly as in
-// the schema. Where a known name sits is left to DisallowUnknownFields.
-func checkFieldNames(data []byte) error {
-	known := knownFieldNames()
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	type frame struct {
-		object  bool
-		wantKey bool
-		seen    map[string]bool
-	}
-	var stack []*frame
-	done := false
-	valueDone := func() {
-		if len(stack) == 0 {
-			done = true
-		} else if top := stack[len(stack)-1]; top.object {
-			top.wantKey = true
+// decodeError words the decoder's errors; they can quote input (a bad
+// expiresAt string, a field name), so every quote goes through quote, which
+// redacts keys, and the whole text through Redact.
+func decodeError(err error) error {
+	var semErr *json.SemanticError
+	var synErr *jsontext.SyntacticError
+	switch {
+	case errors.As(err, &synErr):
+		at := where(synErr.JSONPointer.Parent())
+		switch {
+		case errors.Is(synErr.Err, jsontext.ErrDuplicateName):
+			return fmt.Errorf("duplicate field %s%s", quote(synErr.JSONPointer.LastToken()), at)
+		case errors.Is(synErr.Err, io.ErrUnexpectedEOF):
+			return errors.New("empty or truncated JSON")
 		}
-	}
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			if !done {
-				return errors.New("empty or truncated JSON")
-			}
-			return nil
-		}
-		if err != nil {
-			return errors.New(keyformat.Redact(err.Error()))
-		}
-		if done {
+		msg := strings.TrimPrefix(synErr.Err.Error(), "jsontext: ")
+		if strings.Contains(msg, "after top-level value") {
 			return errors.New("unexpected data after the top-level object")
 		}
-		if len(stack) == 0 && tok != json.Delim('{') {
-			return errors.New("top level must be a JSON object")
-		}
-		if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].wantKey {
-			top := stack[n-1]
-			if tok == json.Delim('}') {
-				stack = stack[:n-1]
-				valueDone()
-				continue
-			}
-			name := tok.(string) // the tokenizer only yields strings in key position
-			if !known[name] {
-				return fmt.Errorf("unknown field %s", quote(name))
-			}
-			if top.seen[name] {
-				return fmt.Errorf("duplicate field %s", quote(name))
-			}
-			top.seen[name] = true
-			top.wantKey = false
-			continue
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &frame{object: true, wantKey: true, seen: map[string]bool{}})
-		case json.Delim('['):
-			stack = append(stack, &frame{})
-		case json.Delim(']'):
-			stack = stack[:len(stack)-1]
-			valueDone()
-		default:
-			valueDone()
+		return fmt.Errorf("%s%s", keyformat.Redact(msg), where(synErr.JSONPointer))
+	case errors.As(err, &semErr):
+		if errors.Is(semErr.Err, json.ErrUnknownName) {
+			return fmt.Errorf("unknown field %s%s", quote(semErr.JSONPointer.LastToken()), where(semErr.JSONPointer.Parent()))
 		}
 	}
+	return errors.New(keyformat.Redact(strings.TrimPrefix(err.Error(), "json: ")))
 }
 
-// knownFieldNames is every JSON field name of the schema, derived from the types so
-// that it cannot drift from them.
-var knownFieldNames = sync.OnceValue(func() map[string]bool {
-	names := map[string]bool{}
-	var visit func(t reflect.Type)
-	visit = func(t reflect.Type) {
-		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
-			t = t.Elem()
-		}
-		if t.Kind() != reflect.Struct || t == reflect.TypeFor[time.Time]() {
-			return
-		}
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if f.IsExported() {
-				names[jsonName(f)] = true
-				visit(f.Type)
-			}
-		}
+// where is " at /path" for a non-empty JSON pointer, its names redacted.
+func where(p jsontext.Pointer) string {
+	if p == "" {
+		return ""
 	}
-	visit(reflect.TypeFor[Snapshot]())
-	return names
-})
+	return " at " + keyformat.Redact(string(p))
+}
 
+// jsonName is the JSON name of a struct field, as its tag says.
 func jsonName(f reflect.StructField) string {
 	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 	if name == "" {

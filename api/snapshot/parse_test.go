@@ -50,16 +50,20 @@ func TestParseStrict(t *testing.T) {
 		"field name case":         {inject(`"name":"p",`, `"Name":"p",`), `unknown field "Name"`},
 		"duplicate field":         {inject(`"name":"p",`, `"name":"p","name":"q",`), `duplicate field "name"`},
 		"duplicate top-level":     {`{"keys":[],"keys":[]}`, `duplicate field "keys"`},
+		"duplicate nested key":    {`{"limits":{"maxMessages":1,"maxMessages":2}}`, `duplicate field "maxMessages" at /limits`},
+		"duplicate after null":    {inject(`"models":["a"]`, `"models":["a"],"expiresAt":"2030-01-01T00:00:00Z","expiresAt":null`), `duplicate field "expiresAt" at /keys/0`},
+		"case variant and exact":  {inject(`"name":"p",`, `"name":"p","NAME":"q",`), `unknown field "NAME" at /providers/0`},
+		"invalid UTF-8":           {"{\"version\":\"a\xffb\"}", "invalid UTF-8"},
 		"trailing object":         {`{} {}`, "unexpected data after the top-level object"},
-		"trailing garbage":        {`{}x`, "invalid character"},
+		"trailing garbage":        {`{}x`, "unexpected data after the top-level object"},
 		"top-level array":         {`[]`, "top level must be a JSON object"},
 		"top-level null":          {`null`, "top level must be a JSON object"},
 		"empty input":             {``, "empty or truncated"},
 		"truncated":               {`{"providers":[`, "empty or truncated"},
 		"syntax error":            {`{"providers":]`, "invalid character"},
-		"string for int":          {inject(`"model":"m"}`, `"model":"m"},"maxFallbacks":"1"`), "cannot unmarshal string"},
-		"float for int":           {`{"limits":{"maxMessages":1.5}}`, "cannot unmarshal number 1.5"},
-		"exponent for int":        {`{"limits":{"maxMessages":1e3}}`, "cannot unmarshal number"},
+		"string for int":          {inject(`"model":"m"}`, `"model":"m"},"maxFallbacks":"1"`), "unmarshal JSON string into Go int"},
+		"float for int":           {`{"limits":{"maxMessages":1.5}}`, "unmarshal JSON number 1.5 into Go int"},
+		"exponent for int":        {`{"limits":{"maxMessages":1e3}}`, "unmarshal JSON number 1e3"},
 		"bad time":                {inject(`"models":["a"]`, `"models":["a"],"expiresAt":"tomorrow"`), "cannot parse"},
 		"invalid content":         {inject(`"protocol":"openai"`, `"protocol":"soap"`), "protocol must be"},
 	}
@@ -91,6 +95,8 @@ func TestParseErrorsRedactKeys(t *testing.T) {
 		`{"providers":[{"name":"` + plainA + `","protocol":"openai","baseURL":"http://p"}]}`,
 		strings.Replace(minimal, hashA, plainA, 1),
 		`{"version":"` + plainA + `"}`,
+		`{"limits":{"` + plainA + `":1}}`,
+		`{"providers":[{"name":"p","name":"` + plainA + `"}]}`,
 	} {
 		_, err := Parse([]byte(input))
 		if err == nil {

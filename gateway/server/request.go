@@ -2,14 +2,20 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
+	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/llmgw/llmgw/api/keyformat"
 	"github.com/llmgw/llmgw/gateway/provider"
 )
 
@@ -17,37 +23,37 @@ import (
 // Known OpenAI parameters the gateway does not support are decoded only so
 // that they can be rejected by name instead of being silently dropped.
 type chatRequest struct {
-	Model               string           `json:"model"`
-	Messages            []chatMessage    `json:"messages"`
-	Stream              *bool            `json:"stream"`
-	StreamOptions       *streamOptions   `json:"stream_options"`
-	MaxTokens           *int             `json:"max_tokens"`
-	MaxCompletionTokens *int             `json:"max_completion_tokens"`
-	Temperature         *float64         `json:"temperature"`
-	TopP                *float64         `json:"top_p"`
-	Stop                *json.RawMessage `json:"stop"`
-	User                *string          `json:"user"`
-	N                   *int             `json:"n"`
+	Model               string          `json:"model"`
+	Messages            []chatMessage   `json:"messages"`
+	Stream              *bool           `json:"stream"`
+	StreamOptions       *streamOptions  `json:"stream_options"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Temperature         *float64        `json:"temperature"`
+	TopP                *float64        `json:"top_p"`
+	Stop                *jsontext.Value `json:"stop"`
+	User                *string         `json:"user"`
+	N                   *int            `json:"n"`
 
-	Tools             json.RawMessage `json:"tools"`
-	ToolChoice        json.RawMessage `json:"tool_choice"`
-	Functions         json.RawMessage `json:"functions"`
-	FunctionCall      json.RawMessage `json:"function_call"`
-	ParallelToolCalls json.RawMessage `json:"parallel_tool_calls"`
-	Logprobs          json.RawMessage `json:"logprobs"`
-	TopLogprobs       json.RawMessage `json:"top_logprobs"`
-	ResponseFormat    json.RawMessage `json:"response_format"`
-	LogitBias         json.RawMessage `json:"logit_bias"`
-	Seed              json.RawMessage `json:"seed"`
-	PresencePenalty   json.RawMessage `json:"presence_penalty"`
-	FrequencyPenalty  json.RawMessage `json:"frequency_penalty"`
-	Modalities        json.RawMessage `json:"modalities"`
-	Audio             json.RawMessage `json:"audio"`
-	Prediction        json.RawMessage `json:"prediction"`
-	ServiceTier       json.RawMessage `json:"service_tier"`
-	Store             json.RawMessage `json:"store"`
-	Metadata          json.RawMessage `json:"metadata"`
-	ReasoningEffort   json.RawMessage `json:"reasoning_effort"`
+	Tools             jsontext.Value `json:"tools"`
+	ToolChoice        jsontext.Value `json:"tool_choice"`
+	Functions         jsontext.Value `json:"functions"`
+	FunctionCall      jsontext.Value `json:"function_call"`
+	ParallelToolCalls jsontext.Value `json:"parallel_tool_calls"`
+	Logprobs          jsontext.Value `json:"logprobs"`
+	TopLogprobs       jsontext.Value `json:"top_logprobs"`
+	ResponseFormat    jsontext.Value `json:"response_format"`
+	LogitBias         jsontext.Value `json:"logit_bias"`
+	Seed              jsontext.Value `json:"seed"`
+	PresencePenalty   jsontext.Value `json:"presence_penalty"`
+	FrequencyPenalty  jsontext.Value `json:"frequency_penalty"`
+	Modalities        jsontext.Value `json:"modalities"`
+	Audio             jsontext.Value `json:"audio"`
+	Prediction        jsontext.Value `json:"prediction"`
+	ServiceTier       jsontext.Value `json:"service_tier"`
+	Store             jsontext.Value `json:"store"`
+	Metadata          jsontext.Value `json:"metadata"`
+	ReasoningEffort   jsontext.Value `json:"reasoning_effort"`
 }
 
 type streamOptions struct {
@@ -55,8 +61,8 @@ type streamOptions struct {
 }
 
 type chatMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role    string         `json:"role"`
+	Content jsontext.Value `json:"content"`
 }
 
 type contentPart struct {
@@ -87,18 +93,25 @@ const (
 	maxTokensCeiling = 1 << 20
 )
 
+// strictJSON is how a body is decoded: encoding/json/v2 semantics
+// (github.com/go-json-experiment/json), which by default match field names
+// case-sensitively and reject duplicate names, invalid UTF-8 and anything after
+// the top-level value; unknown names are rejected on top. A proxy or WAF in
+// front that reads the body leniently can therefore never see a different
+// request than the gateway does: the gateway refuses every ambiguous body.
+var strictJSON = json.RejectUnknownMembers(true)
+
 // parseChatRequest decodes and validates a body. Every rejection is a stable
-// 400 whose code and param say what was wrong; the message never quotes the
-// caller's content.
+// 400 (415 for a compressed body) whose code and param say what was wrong; the
+// message never quotes the caller's content, and names the caller chose (an
+// unknown or duplicated field) only in a short, sanitized, redacted form.
 func parseChatRequest(body []byte, lim limits, countTokens func(string) int) (*parsedRequest, *apiError) {
-	var cr chatRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cr); err != nil {
-		return nil, decodeError(err)
+	if looksCompressed(body) {
+		return nil, errCompressed()
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errInvalid("invalid_json", "", "request body must be a single JSON object")
+	var cr chatRequest
+	if err := json.Unmarshal(body, &cr, strictJSON); err != nil {
+		return nil, decodeError(err, body)
 	}
 	if e := rejectUnsupported(&cr); e != nil {
 		return nil, e
@@ -135,7 +148,7 @@ func parseChatRequest(body []byte, lim limits, countTokens func(string) int) (*p
 func rejectUnsupported(cr *chatRequest) *apiError {
 	unsupported := []struct {
 		name string
-		raw  json.RawMessage
+		raw  jsontext.Value
 	}{
 		{"tools", cr.Tools}, {"tool_choice", cr.ToolChoice}, {"functions", cr.Functions},
 		{"function_call", cr.FunctionCall}, {"parallel_tool_calls", cr.ParallelToolCalls},
@@ -197,7 +210,7 @@ func checkSampling(cr *chatRequest, p *parsedRequest) *apiError {
 	return nil
 }
 
-func parseStop(raw json.RawMessage) ([]string, *apiError) {
+func parseStop(raw jsontext.Value) ([]string, *apiError) {
 	if bytes.Equal(raw, []byte("null")) {
 		return nil, nil
 	}
@@ -258,7 +271,7 @@ func parseMessages(msgs []chatMessage, lim limits, p *parsedRequest, countTokens
 
 // flattenContent accepts a string or an array of text parts; anything else
 // (images, audio, files) is outside the supported subset.
-func flattenContent(raw json.RawMessage, param string) (string, *apiError) {
+func flattenContent(raw jsontext.Value, param string) (string, *apiError) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return "", errInvalid("missing_field", param, "message content is required")
 	}
@@ -272,7 +285,7 @@ func flattenContent(raw json.RawMessage, param string) (string, *apiError) {
 	if raw[0] != '[' {
 		return "", errInvalid("invalid_type", param, "content must be a string or an array of text parts")
 	}
-	var parts []json.RawMessage
+	var parts []jsontext.Value
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return "", errInvalid("invalid_type", param, "content must be a string or an array of text parts")
 	}
@@ -291,9 +304,7 @@ func flattenContent(raw json.RawMessage, param string) (string, *apiError) {
 			return "", errInvalid("unsupported_parameter", pp+".type", "only text content parts are supported")
 		}
 		var part contentPart
-		d := json.NewDecoder(bytes.NewReader(pr))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&part); err != nil {
+		if err := json.Unmarshal(pr, &part, strictJSON); err != nil {
 			return "", errInvalid("invalid_type", pp, "text content parts are {\"type\":\"text\",\"text\":...}")
 		}
 		if part.Text == nil {
@@ -304,44 +315,150 @@ func flattenContent(raw json.RawMessage, param string) (string, *apiError) {
 	return sb.String(), nil
 }
 
-// decodeError turns encoding/json's errors into stable codes without echoing
-// any of the caller's values.
-func decodeError(err error) *apiError {
-	var typeErr *json.UnmarshalTypeError
-	var synErr *json.SyntaxError
+// decodeError turns the decoder's errors into stable codes without echoing
+// any of the caller's values; names the caller chose are quoted only through
+// safeName.
+func decodeError(err error, body []byte) *apiError {
+	var semErr *json.SemanticError
+	var synErr *jsontext.SyntacticError
 	switch {
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		if field == "" {
+	case errors.As(err, &synErr):
+		switch {
+		case errors.Is(synErr.Err, jsontext.ErrDuplicateName):
+			param := paramOf(synErr.JSONPointer)
+			return errInvalid("duplicate_field", param, "duplicate field "+strconv.Quote(param)+"; every field may appear only once")
+		case !utf8.Valid(body):
+			return errInvalid("invalid_utf8", paramOf(synErr.JSONPointer), "request body is not valid UTF-8")
+		}
+		return errInvalid("invalid_json", "", "request body is not valid JSON")
+	case errors.As(err, &semErr):
+		if errors.Is(semErr.Err, json.ErrUnknownName) {
+			// The name only, not its path (documented); clipped and redacted.
+			name := safeName(semErr.JSONPointer.LastToken())
+			return errInvalid("unknown_parameter", name, "unknown parameter "+strconv.Quote(name)+"; see the compatible subset in docs/protocol.md")
+		}
+		if semErr.JSONPointer == "" {
 			return errInvalid("invalid_json", "", "request body must be a JSON object")
 		}
-		return errInvalid("invalid_type", field, fmt.Sprintf("%s must be of type %s", field, jsonTypeName(typeErr.Type.Kind().String())))
-	case errors.As(err, &synErr), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return errInvalid("invalid_json", "", "request body is not valid JSON")
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		if len(field) > 64 || !printable(field) {
-			field = ""
+		param := paramOf(semErr.JSONPointer)
+		if semErr.GoType == nil {
+			return errInvalid("invalid_type", param, param+" has the wrong type")
 		}
-		return errInvalid("unknown_parameter", field, "unknown parameter "+strings.TrimSpace(field)+"; see the compatible subset in docs/protocol.md")
+		kind := semErr.GoType.Kind()
+		if semErr.JSONKind == '0' && errors.Is(semErr.Err, strconv.ErrRange) {
+			return errInvalid("invalid_value", param, param+" is out of range")
+		}
+		return errInvalid("invalid_type", param, param+" must be "+jsonTypeName(kind))
 	default:
 		return errInvalid("invalid_json", "", "request body is not valid JSON")
 	}
 }
 
-func jsonTypeName(kind string) string {
+// jsonTypeName says in JSON terms what a Go kind accepts.
+func jsonTypeName(kind reflect.Kind) string {
 	switch kind {
-	case "int", "int64", "float64":
-		return "number"
-	case "bool":
-		return "boolean"
-	case "slice":
-		return "array"
-	case "struct", "ptr", "map":
-		return "object"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
 	default:
-		return kind
+		return "an object"
 	}
+}
+
+const (
+	maxNameChars  = 40 // a caller-chosen name quoted in an error
+	maxParamChars = 96 // a whole param path built from caller-chosen names
+)
+
+// paramOf renders a JSON pointer ("/messages/0/role") in the param notation
+// of the API ("messages[0].role"); every name is passed through safeName.
+func paramOf(p jsontext.Pointer) string {
+	var b strings.Builder
+	for tok := range p.Tokens() {
+		if tok != "" && strings.Trim(tok, "0123456789") == "" && b.Len() > 0 {
+			b.WriteString("[" + tok + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(safeName(tok))
+	}
+	return clip(keyformat.Redact(b.String()), maxParamChars)
+}
+
+// safeName is the only form in which a name the caller chose may appear in an
+// error: keys redacted, anything not printable replaced, at most
+// maxNameChars characters. Redaction comes before clipping, so that clipping
+// cannot turn a key into a fragment that Redact no longer recognizes.
+func safeName(s string) string {
+	s = strings.ToValidUTF8(keyformat.Redact(s), "?")
+	s = strings.Map(func(r rune) rune {
+		if !unicode.IsPrint(r) || r == '"' || r == '\\' {
+			return '?'
+		}
+		return r
+	}, s)
+	return clip(s, maxNameChars)
+}
+
+// clip shortens s to at most n characters, the last one an ellipsis.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i, count := 0, 0
+	for j := range s {
+		if count == n-1 {
+			i = j
+			break
+		}
+		count++
+	}
+	return s[:i] + "…"
+}
+
+// looksCompressed reports whether a body starts like a gzip, zlib or zstd
+// stream. No JSON text can start with these bytes, so this only turns an
+// invalid_json rejection into the clearer 415.
+func looksCompressed(b []byte) bool {
+	switch {
+	case len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b: // gzip
+		return true
+	case len(b) >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd: // zstd
+		return true
+	case len(b) >= 2 && b[0] == 0x78 && (uint16(b[0])<<8|uint16(b[1]))%31 == 0: // zlib
+		return true
+	}
+	return false
+}
+
+func errCompressed() *apiError {
+	return &apiError{status: http.StatusUnsupportedMediaType, typ: typeInvalidRequest, code: "unsupported_content_encoding",
+		message: "request bodies must not be compressed; send plain JSON without Content-Encoding"}
+}
+
+// checkContentEncoding refuses a request whose body is declared compressed
+// (any Content-Encoding other than identity) with 415, before the body is read:
+// a proxy that inflates bodies and the gateway, which does not, would read
+// different requests.
+func checkContentEncoding(h http.Header) *apiError {
+	for _, v := range h.Values("Content-Encoding") {
+		for _, enc := range strings.Split(v, ",") {
+			if enc = strings.TrimSpace(enc); enc != "" && !strings.EqualFold(enc, "identity") {
+				return errCompressed()
+			}
+		}
+	}
+	return nil
 }
 
 func printable(s string) bool {

@@ -1,9 +1,15 @@
 package server
 
 import (
+	"bytes"
+	"compress/gzip"
+	"net/http"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/llmgw/llmgw/api/keyformat"
 	"github.com/llmgw/llmgw/api/tokens"
 )
 
@@ -132,13 +138,135 @@ func FuzzParseChatRequest(f *testing.F) {
 		if (p == nil) == (e == nil) {
 			t.Fatal("exactly one of request and error must be set")
 		}
-		if e != nil && (e.status != 400 || e.code == "" || e.typ != typeInvalidRequest) {
+		if e != nil && (e.code == "" || e.typ != typeInvalidRequest ||
+			e.status != 400 && (e.status != http.StatusUnsupportedMediaType || e.code != "unsupported_content_encoding")) {
 			t.Fatalf("unstable error %+v", e)
+		}
+		if e != nil && (utf8.RuneCountInString(e.param) > maxParamChars || !safeText(e.param) || !safeText(e.message)) {
+			t.Fatalf("error quotes an unsafe name: %+v", e)
 		}
 		if p != nil && (p.alias == "" || len(p.req.Messages) == 0 || len(p.req.Messages) > testLimits.maxMessages) {
 			t.Fatalf("accepted an invalid request: %+v", p)
 		}
 	})
+}
+
+// Issue 11, strict and safe parsing: every row here was accepted, or answered
+// differently, before the decoder moved to encoding/json/v2 semantics.
+func TestParseChatRequestStrict(t *testing.T) {
+	msg := `"messages":[{"role":"user","content":"x"}]`
+	key, _, _, err := keyformat.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write([]byte(`{"model":"m",` + msg + `}`))
+	_ = zw.Close()
+	cases := []struct {
+		name, body  string
+		status      int
+		code, param string
+		msgHas      string
+	}{
+		// A proxy that matches names case-insensitively, or keeps the first of
+		// two duplicates, would have read "chat-restricted".
+		{"case-variant top-level name", `{"Model":"chat-restricted","model":"chat-alpha",` + msg + `}`, 400, "unknown_parameter", "Model", ""},
+		{"case-variant message field", `{"model":"m","messages":[{"ROLE":"user","role":"user","content":"x"}]}`, 400, "unknown_parameter", "ROLE", ""},
+		{"case-variant only", `{"model":"m","messages":[{"Role":"user","content":"x"}]}`, 400, "unknown_parameter", "Role", ""},
+		{"case-variant in a text part", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","TEXT":"x"}]}]}`, 400, "invalid_type", "messages[0].content[0]", ""},
+		{"duplicate model", `{"model":"chat-restricted","model":"chat-alpha",` + msg + `}`, 400, "duplicate_field", "model", `duplicate field "model"`},
+		{"duplicate role", `{"model":"m","messages":[{"role":"system","role":"user","content":"x"}]}`, 400, "duplicate_field", "messages[0].role", ""},
+		{"duplicate in a text part", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a","text":"b"}]}]}`, 400, "duplicate_field", "messages[0].content[0].text", ""},
+		{"tools then tools:null", `{"model":"m",` + msg + `,"tools":[{"type":"function"}],"tools":null}`, 400, "duplicate_field", "tools", ""},
+		{"invalid UTF-8 in content", "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"a\xffb\"}]}", 400, "invalid_utf8", "messages[0].content", ""},
+		{"invalid UTF-8 in model", "{\"model\":\"m\xc3\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", 400, "invalid_utf8", "model", ""},
+		{"invalid UTF-8 in an ignored part field", "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"x\",\"x\":\"\xff\"}]}]}", 400, "invalid_utf8", "messages[0].content[0].x", ""},
+		{"unpaired surrogate escape", `{"model":"m","messages":[{"role":"user","content":"\ud800"}]}`, 400, "invalid_json", "", ""},
+		{"max_tokens 1.5", `{"model":"m",` + msg + `,"max_tokens":1.5}`, 400, "invalid_type", "max_tokens", "max_tokens must be an integer"},
+		{"max_tokens as a string", `{"model":"m",` + msg + `,"max_tokens":"5"}`, 400, "invalid_type", "max_tokens", "max_tokens must be an integer"},
+		{"max_tokens overflows", `{"model":"m",` + msg + `,"max_tokens":99999999999999999999999}`, 400, "invalid_value", "max_tokens", "out of range"},
+		{"role wrong type has a path", `{"model":"m","messages":[{"role":5,"content":"x"}]}`, 400, "invalid_type", "messages[0].role", "must be a string"},
+		{"gzip body", gz.String(), 415, "unsupported_content_encoding", "", "must not be compressed"},
+		{"zstd body", "\x28\xb5\x2f\xfd\x00", 415, "unsupported_content_encoding", "", ""},
+		{"unknown field named like a key", `{"model":"m",` + msg + `,"` + key + `":1}`, 400, "unknown_parameter", key[:len("lgw_")+10+1] + "<redacted>", "<redacted>"},
+		{"unknown field, long with control characters", `{"model":"m",` + msg + `,"a\u0007b` + strings.Repeat("c", 100) + `":1}`, 400, "unknown_parameter", "a?b" + strings.Repeat("c", 36) + "…", ""},
+		{"duplicate unknown-looking name in a part", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a","` + key + `":1,"` + key + `":2}]}]}`, 400, "duplicate_field", "messages[0].content[0]." + key[:len("lgw_")+10+1] + "<redacted>", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, e := parseChatRequest([]byte(tc.body), testLimits, tokens.Count)
+			if e == nil {
+				t.Fatal("accepted")
+			}
+			if e.status != tc.status || e.typ != typeInvalidRequest || e.code != tc.code || e.param != tc.param {
+				t.Fatalf("got %d %s/%s param %q, want %d %s param %q (%s)", e.status, e.typ, e.code, e.param, tc.status, tc.code, tc.param, e.message)
+			}
+			if !strings.Contains(e.message, tc.msgHas) {
+				t.Fatalf("message %q lacks %q", e.message, tc.msgHas)
+			}
+			if strings.Contains(e.message+e.param, key) || keyformat.LooksLikeKey(e.message+e.param) {
+				t.Fatalf("error echoes a key: %+v", e)
+			}
+			if utf8.RuneCountInString(e.param) > maxParamChars || !safeText(e.param) || !safeText(e.message) {
+				t.Fatalf("unsafe param or message: %q / %q", e.param, e.message)
+			}
+		})
+	}
+}
+
+func TestSafeName(t *testing.T) {
+	key, _, _, err := keyformat.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{key, "xx" + key + "yy", strings.Repeat("z", 30) + key, "\x00\u202e\"\\\xff" + key, strings.Repeat("é", 200)} {
+		out := safeName(in)
+		if strings.Contains(out, key[len(key)-20:]) || keyformat.LooksLikeKey(out) || utf8.RuneCountInString(out) > maxNameChars || !safeText(out) {
+			t.Errorf("safeName(%q) = %q", in, out)
+		}
+	}
+	if got := safeName("frobnicate"); got != "frobnicate" {
+		t.Errorf("a plain name changed: %q", got)
+	}
+}
+
+// A declared Content-Encoding other than identity is refused with 415.
+func TestCheckContentEncoding(t *testing.T) {
+	for _, tc := range []struct {
+		values []string
+		reject bool
+	}{
+		{nil, false}, {[]string{"identity"}, false}, {[]string{"IDENTITY"}, false}, {[]string{""}, false},
+		{[]string{"gzip"}, true}, {[]string{"br"}, true}, {[]string{"identity, gzip"}, true},
+		{[]string{"identity", "deflate"}, true}, {[]string{"zstd"}, true},
+	} {
+		h := http.Header{}
+		for _, v := range tc.values {
+			h.Add("Content-Encoding", v)
+		}
+		e := checkContentEncoding(h)
+		if (e != nil) != tc.reject {
+			t.Fatalf("%q: got %v, want reject=%v", tc.values, e, tc.reject)
+		}
+		if e != nil && (e.status != http.StatusUnsupportedMediaType || e.typ != typeInvalidRequest || e.code != "unsupported_content_encoding") {
+			t.Fatalf("%q: %d %s/%s", tc.values, e.status, e.typ, e.code)
+		}
+	}
+}
+
+// safeText: valid UTF-8, printable, no quote or backslash from a caller's name
+// (the message's own quotes around a name excepted).
+func safeText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // Error lets test failures print an apiError readably; the gateway itself
