@@ -27,8 +27,10 @@ type Config struct {
 	Addr     string // data plane
 	MgmtAddr string // metrics; "" disables
 	// Source is where snapshots come from: a source.File or a *source.Kube.
-	Source       source.Source
-	DBPath       string
+	Source source.Source
+	DBPath string
+	// Retention bounds the usage ledger by age and size (zero: keep all).
+	Retention    usage.Retention
 	DrainTimeout time.Duration
 	Logger       *slog.Logger
 	// Peers, when set, makes GET /v1/usage merge the sibling replicas'
@@ -51,6 +53,8 @@ type Gateway struct {
 	Server *server.Server
 	Ledger *usage.Ledger
 	Addr   string // bound data-plane address
+	// MgmtAddr is the bound management address ("" when disabled).
+	MgmtAddr string
 
 	cfg       Config
 	log       *slog.Logger
@@ -93,7 +97,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			}
 		}
 	}()
-	g.Ledger, err = usage.Open(ctx, cfg.DBPath, usage.Options{Logger: log})
+	g.Ledger, err = usage.Open(ctx, cfg.DBPath, usage.Options{Logger: log, Retention: cfg.Retention})
 	if err != nil {
 		return nil, fmt.Errorf("opening usage ledger: %w", err)
 	}
@@ -103,6 +107,15 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for reason, count := range map[string]func(usage.RetentionStats) uint64{
+		"age":  func(s usage.RetentionStats) uint64 { return s.DroppedByAge },
+		"size": func(s usage.RetentionStats) uint64 { return s.DroppedBySize },
+	} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "llmgw_usage_records_pruned_total",
+			Help:        "Usage records the ledger's retention dropped (oldest first), by the bound that dropped them.",
+			ConstLabels: prometheus.Labels{"reason": reason}},
+			func() float64 { return float64(count(g.Ledger.RetentionStats())) }))
+	}
 	var watchCtx context.Context
 	watchCtx, g.stopWatch = context.WithCancel(ctx)
 	undo = append(undo, g.stopWatch)
@@ -129,8 +142,10 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			_ = ln.Close()
 			return nil, fmt.Errorf("listening on %s: %w", cfg.MgmtAddr, err)
 		}
+		g.MgmtAddr = mln.Addr().String()
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.Handle("GET /health", g.Server.ManagementHealthHandler())
 		if cfg.PeerToken != "" {
 			mux.Handle("GET "+peers.Path, g.Server.PeerUsageHandler(cfg.PeerToken))
 		}

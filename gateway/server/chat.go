@@ -129,6 +129,9 @@ func (x *exchange) serve(inflight int64) {
 }
 
 func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *apiError) {
+	if e := checkContentEncoding(r.Header); e != nil {
+		return nil, e
+	}
 	if r.ContentLength > max {
 		return nil, &apiError{status: http.StatusRequestEntityTooLarge, typ: typeInvalidRequest, code: "body_too_large",
 			message: "request body exceeds the gateway's limit"}

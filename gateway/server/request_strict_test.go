@@ -67,6 +67,12 @@ func TestStrictRequestParsingHTTP(t *testing.T) {
 	if e := decode(hdr, b); status != http.StatusUnsupportedMediaType || e.Error.Code != "unsupported_content_encoding" {
 		t.Fatalf("gzip body: %d %s", status, b)
 	}
+	// A plain body that claims an encoding is refused too: the gateway and
+	// anything in front of it must read the same bytes.
+	status, hdr, b = send([]byte(chatBody("chat-alpha", false, "")), "gzip")
+	if e := decode(hdr, b); status != http.StatusUnsupportedMediaType || e.Error.Code != "unsupported_content_encoding" {
+		t.Fatalf("plain body declared gzip: %d %s", status, b)
+	}
 
 	// Key B may not use chat-restricted: a reader that matched names
 	// case-insensitively or kept the first duplicate would route it there.
