@@ -47,8 +47,8 @@ func Main(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.ClientIPRPM, "ip-rpm", 600, "per-client-address limit on /v1/*, checked before authentication: requests per minute (token bucket refill); 0 disables")
 	fs.IntVar(&cfg.ClientIPBurst, "ip-burst", 100, "per-client-address limit: burst (token bucket capacity); 0 disables")
 	trusted := fs.String("trusted-proxies", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (empty: the TCP peer is the client)")
-	fs.IntVar(&cfg.ReadRPM, "read-rpm", 0, "per-key limit of GET /v1/usage and GET /v1/models together, a bucket apart from the key's chat bucket: requests per minute; 0: the key's own rate limit")
-	fs.IntVar(&cfg.ReadBurst, "read-burst", 0, "per-key limit of GET /v1/usage and GET /v1/models: burst; 0: the key's own burst")
+	fs.IntVar(&cfg.ReadRPM, "read-rpm", 60, "per-key limit of GET /v1/usage and GET /v1/models together, a bucket apart from the key's chat bucket: requests per minute, or the key's own rate if larger")
+	fs.IntVar(&cfg.ReadBurst, "read-burst", 20, "per-key limit of GET /v1/usage and GET /v1/models: burst, or the key's own burst if larger")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: llmgw gateway --snapshot FILE [flags]\n       llmgw gateway --kubernetes [--namespace NS] [--configmap NAME] [flags]\n\nRuns the gateway data plane from a snapshot file (standalone mode) or from the\nsnapshot ConfigMap the controller writes (Kubernetes mode); both reload without a restart.\n\nFlags:")
 		fs.PrintDefaults()

@@ -138,11 +138,11 @@ func TestClientIPLimitBehindTrustedProxy(t *testing.T) {
 // GET /v1/usage and GET /v1/models share a per-key bucket of their own,
 // independent of the key's chat bucket and of other keys.
 func TestReadEndpointsHaveTheirOwnKeyBucket(t *testing.T) {
+	// Both keys' own limits are below the read floor, which then sizes
+	// their read buckets.
 	h := newHarness(t, func(s *snapshot.Snapshot) {
 		for i := range s.Keys {
-			if s.Keys[i].ID == "key-b" {
-				s.Keys[i].RateLimit = snapshot.RateLimit{RPM: 1, Burst: 2}
-			}
+			s.Keys[i].RateLimit = snapshot.RateLimit{RPM: 1, Burst: 2}
 		}
 	})
 	const readBurst = 3
@@ -200,5 +200,17 @@ func TestTwoAuthorizationHeadersAre401(t *testing.T) {
 	}
 	if c := mockCalls(t, h.alpha).Total; c != 0 {
 		t.Fatalf("provider called %d times", c)
+	}
+}
+
+// A key whose own rate limit is above the read floor reads at its own rate:
+// the floor never makes a generous key's reads scarcer than its chats.
+func TestReadBucketFollowsALargerKeyLimit(t *testing.T) {
+	h := newHarness(t) // keys at 6000 rpm, burst 1000
+	h.srv.SetAbuseLimitsForTest(server.Options{ReadRPM: 1, ReadBurst: 3})
+	for i := 0; i < 10; i++ {
+		if r := h.do(http.MethodGet, "/v1/models", h.keyA, ""); r.status != http.StatusOK {
+			t.Fatalf("models %d with a 1000-burst key over a 3-burst floor: %d %s", i, r.status, r.body)
+		}
 	}
 }

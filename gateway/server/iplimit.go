@@ -16,7 +16,7 @@ import (
 type abuseLimits struct {
 	ip        *ratelimit.ClientLimiter // nil: no per-client-IP limit
 	trusted   []netip.Prefix
-	readRPM   int // ≤ 0: the read bucket has the key's own chat rate limit
+	readRPM   int // the read bucket's floor; ≤ 0: the key's own chat rate limit alone
 	readBurst int
 }
 
@@ -47,13 +47,14 @@ func (s *Server) checkClientIP(r *http.Request) *apiError {
 }
 
 // checkRead takes a token from the key's bucket for GET /v1/usage and
-// GET /v1/models, separate from its chat bucket: by default as large as the
-// key's own rate limit (the operator sized it per key), or the process-wide
-// --read-rpm/--read-burst when set.
+// GET /v1/models, separate from its chat bucket and as large as the larger of
+// the key's own rate limit (the operator sized it per key) and the
+// process-wide --read-rpm/--read-burst floor, so that a key with a tiny chat
+// budget can still page through its usage.
 func (s *Server) checkRead(k *snapshot.Key) *apiError {
 	rpm, burst := k.RateLimit.RPM, k.RateLimit.Burst
-	if a := s.abuse.Load(); a != nil && a.readRPM > 0 && a.readBurst > 0 {
-		rpm, burst = a.readRPM, a.readBurst
+	if a := s.abuse.Load(); a != nil {
+		rpm, burst = max(rpm, a.readRPM), max(burst, a.readBurst)
 	}
 	if d := s.readLimiter.Allow(k.ID, rpm, burst, s.now()); !d.Allowed {
 		return &apiError{status: http.StatusTooManyRequests, typ: typeRateLimit, code: "read_rate_limit_exceeded",

@@ -37,8 +37,8 @@ type Options struct {
 	TrustedProxies []netip.Prefix
 	// ReadRPM and ReadBurst are the per-key token bucket of GET /v1/usage
 	// and GET /v1/models, separate from the key's chat bucket (429
-	// read_rate_limit_exceeded); either ≤ 0 sizes it like the key's own
-	// chat rate limit.
+	// read_rate_limit_exceeded): a floor under the key's own chat rate limit,
+	// which sizes the bucket when it is larger.
 	ReadRPM, ReadBurst int
 }
 
