@@ -3,6 +3,7 @@ package manifests
 import (
 	"bytes"
 	"encoding/base64"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -583,7 +584,7 @@ func TestNoCommittedSecretValues(t *testing.T) {
 			a := first.get(t, "Secret", name).Obj.(*corev1.Secret)
 			b := second.get(t, "Secret", name).Obj.(*corev1.Secret)
 			if len(a.StringData) != 0 || len(a.Data) != 1 {
-				t.Fatalf("Secret %s: data keys %v stringData %v, want only %s", name, keys(a.Data), a.StringData, key)
+				t.Fatalf("Secret %s: data keys %v stringData %v, want only %s", name, slices.Sorted(maps.Keys(a.Data)), a.StringData, key)
 			}
 			va, vb := a.Data[key], b.Data[key]
 			if len(va) < 32 || !regexp.MustCompile(`^[A-Za-z0-9]+$`).Match(va) {
@@ -605,15 +606,6 @@ func TestNoCommittedSecretValues(t *testing.T) {
 			}
 		}
 	}
-}
-
-func keys[V any](m map[string]V) []string {
-	var k []string
-	for n := range m {
-		k = append(k, n)
-	}
-	sort.Strings(k)
-	return k
 }
 
 func TestHelmValues(t *testing.T) {

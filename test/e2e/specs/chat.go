@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -273,7 +274,7 @@ func ParseSSE(body []byte) SSE {
 			s.Errors = append(s.Errors, *ev.Error)
 			continue
 		}
-		if ev.Model != "" && !containsStr(s.Models, ev.Model) {
+		if ev.Model != "" && !slices.Contains(s.Models, ev.Model) {
 			s.Models = append(s.Models, ev.Model)
 		}
 		for _, c := range ev.Choices {
@@ -299,15 +300,6 @@ func (s SSE) CheckTerminated() error {
 		return fmt.Errorf("stream has %d data: [DONE] (last event is [DONE]: %v); want exactly one, last", s.Done, s.DoneIsLast)
 	}
 	return nil
-}
-
-func containsStr(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Status sends one minimal chat request and returns its HTTP status (-1 when
@@ -374,5 +366,5 @@ func ModelsStatus(ctx context.Context, base, key string) int {
 // ServesModel reports whether GET /v1/models with key lists model.
 func ServesModel(ctx context.Context, base, key, model string) bool {
 	ids, status, _, err := Models(ctx, base, key)
-	return err == nil && status == http.StatusOK && containsStr(ids, model)
+	return err == nil && status == http.StatusOK && slices.Contains(ids, model)
 }
