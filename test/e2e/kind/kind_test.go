@@ -237,11 +237,12 @@ var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 	})
 
 	It("hot-loads 20 new ModelAliases and 6 GatewayKey disable/enable changes in every gateway pod within 1 s p99, under a paced load with zero failures and no restarts", func(ctx SpecContext) {
+		// Restarts are compared with the counts at the start of this spec, not
+		// with zero: a kind node that was itself restarted (dockerd restarted
+		// between two runs on one machine) restarts every pod once, before any
+		// of this suite ran.
 		before, err := pods(ctx, k)
 		Expect(err).NotTo(HaveOccurred())
-		for _, p := range before {
-			Expect(p.Restarts).To(BeZero(), "pod %s restarted before the hot-load spec", p.Name)
-		}
 
 		By("a paced load (20/s, far below the load key's 100,000 rpm) alternating between the two gateway pods")
 		var n atomic.Int64
@@ -316,7 +317,7 @@ var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 			q, ok := podByName(after, p.Name)
 			Expect(ok).To(BeTrue(), "pod %s is gone", p.Name)
 			Expect(q.UID).To(Equal(p.UID), "pod %s was replaced", p.Name)
-			Expect(q.Restarts).To(BeZero(), "pod %s restarted during the hot-load", p.Name)
+			Expect(q.Restarts).To(Equal(p.Restarts), "pod %s restarted during the hot-load", p.Name)
 		}
 		Expect(hl.P99()).To(BeNumerically("<=", specs.HotLoadBound), "hot-load: %s", hl)
 	}, NodeTimeout(10*time.Minute))
