@@ -92,6 +92,10 @@ func (s *Snapshot) Clone() *Snapshot {
 			cred := *p.Credential
 			p.Credential = &cred
 		}
+		if n := p.CircuitBreaker.ConsecutiveFailures; n != nil {
+			v := *n
+			p.CircuitBreaker.ConsecutiveFailures = &v
+		}
 	})
 	c.Aliases = cloneSlice(s.Aliases, func(a *Alias) {
 		a.Fallbacks = cloneSlice(a.Fallbacks, nil)

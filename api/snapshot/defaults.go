@@ -21,6 +21,12 @@ const (
 	DefaultMaxConcurrent           = 1024
 	DefaultRPM                     = 60
 	DefaultBurst                   = 10
+	// A provider's circuit breaker opens after 5 failures in a row (the
+	// count at which /health used to call a provider down), stays open 30 s
+	// and closes after one successful probe.
+	DefaultConsecutiveFailures = 5
+	DefaultCoolDownMs          = 30_000
+	DefaultHalfOpenProbes      = 1
 )
 
 // AllModels in Key.Models allows every alias.
@@ -38,6 +44,7 @@ func (s *Snapshot) Normalize() {
 		p := &s.Providers[i]
 		setDefault(&p.ConnectTimeoutMs, DefaultConnectTimeoutMs)
 		setDefault(&p.ResponseHeaderTimeoutMs, DefaultResponseHeaderTimeoutMs)
+		p.CircuitBreaker.normalize()
 	}
 	for i := range s.Aliases {
 		s.Aliases[i].normalize()
@@ -54,6 +61,15 @@ func (s *Snapshot) Normalize() {
 	slices.SortStableFunc(s.Providers, func(a, b Provider) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(s.Aliases, func(a, b Alias) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(s.Keys, func(a, b Key) int { return cmp.Compare(a.ID, b.ID) })
+}
+
+func (c *CircuitBreaker) normalize() {
+	if c.ConsecutiveFailures == nil {
+		n := DefaultConsecutiveFailures
+		c.ConsecutiveFailures = &n
+	}
+	setDefault(&c.CoolDownMs, DefaultCoolDownMs)
+	setDefault(&c.HalfOpenProbes, DefaultHalfOpenProbes)
 }
 
 func (a *Alias) normalize() {

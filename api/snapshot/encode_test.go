@@ -174,6 +174,9 @@ func TestDefaults(t *testing.T) {
 	if p.ConnectTimeoutMs != 2000 || p.ResponseHeaderTimeoutMs != 10000 {
 		t.Errorf("provider timeouts %+v", p)
 	}
+	if cb := p.CircuitBreaker; cb.ConsecutiveFailures == nil || *cb.ConsecutiveFailures != 5 || cb.CoolDownMs != 30000 || cb.HalfOpenProbes != 1 || !cb.Enabled() {
+		t.Errorf("provider circuit breaker %+v", cb)
+	}
 	for name, want := range map[int]int{0: 0, 1: 1, 2: 0} {
 		if got := *s.Aliases[name].MaxFallbacks; got != want {
 			t.Errorf("alias %s maxFallbacks = %d, want %d", s.Aliases[name].Name, got, want)

@@ -107,3 +107,56 @@ func TestParseErrorsRedactKeys(t *testing.T) {
 		}
 	}
 }
+
+// A breaker's consecutiveFailures 0 turns it off and survives parsing and
+// normalization; null or omitted takes the default, like any other field.
+func TestParseCircuitBreaker(t *testing.T) {
+	provider := func(cb string) string {
+		return strings.Replace(minimal, `"baseURL":"http://p"`, `"baseURL":"http://p"`+cb, 1)
+	}
+	tests := []struct {
+		name            string
+		input           string
+		wantFailures    int
+		wantCoolDownMs  int
+		wantProbes      int
+		wantEnabled     bool
+		sameVersionAsIn string // "" or another input that must encode the same
+	}{
+		{"omitted", provider(""), 5, 30000, 1, true, ""},
+		{"null", provider(`,"circuitBreaker":null`), 5, 30000, 1, true, provider("")},
+		{"null failures", provider(`,"circuitBreaker":{"consecutiveFailures":null}`), 5, 30000, 1, true, provider("")},
+		{"defaults spelled out", provider(`,"circuitBreaker":{"consecutiveFailures":5,"coolDownMs":30000,"halfOpenProbes":1}`), 5, 30000, 1, true, provider("")},
+		{"off", provider(`,"circuitBreaker":{"consecutiveFailures":0}`), 0, 30000, 1, false, ""},
+		{"set", provider(`,"circuitBreaker":{"consecutiveFailures":3,"coolDownMs":250,"halfOpenProbes":2}`), 3, 250, 2, true, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse([]byte(tc.input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cb := s.Providers[0].CircuitBreaker
+			if cb.ConsecutiveFailures == nil || *cb.ConsecutiveFailures != tc.wantFailures || cb.CoolDownMs != tc.wantCoolDownMs ||
+				cb.HalfOpenProbes != tc.wantProbes || cb.Enabled() != tc.wantEnabled {
+				t.Fatalf("circuitBreaker = {%v %d %d} enabled=%v", *cb.ConsecutiveFailures, cb.CoolDownMs, cb.HalfOpenProbes, cb.Enabled())
+			}
+			if tc.sameVersionAsIn != "" {
+				other, err := Parse([]byte(tc.sameVersionAsIn))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if other.Version != s.Version {
+					t.Fatal("an unset breaker field and its default encode differently")
+				}
+			}
+		})
+	}
+	off, _ := Parse([]byte(provider(`,"circuitBreaker":{"consecutiveFailures":0}`)))
+	on, _ := Parse([]byte(provider("")))
+	if off.Version == on.Version {
+		t.Fatal("turning the breaker off does not change the version")
+	}
+	_, err := Parse([]byte(provider(`,"circuitBreaker":{"consecutiveFailures":2,"CoolDownMs":5}`)))
+	mustContainAll(t, err, "CoolDownMs")
+}

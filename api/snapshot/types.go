@@ -31,6 +31,26 @@ type Provider struct {
 	Credential              *Credential `json:"credential"`
 	ConnectTimeoutMs        int         `json:"connectTimeoutMs"`
 	ResponseHeaderTimeoutMs int         `json:"responseHeaderTimeoutMs"`
+	// CircuitBreaker takes the provider out of routing while it keeps failing.
+	CircuitBreaker CircuitBreaker `json:"circuitBreaker"`
+}
+
+// CircuitBreaker is a provider's circuit breaker: ConsecutiveFailures
+// failures in a row that are the provider's fault open it; while open,
+// routes skip the provider (an alias's last route excepted); after
+// CoolDownMs it lets HalfOpenProbes requests through, and closes when all of
+// them succeed or opens again when one fails.
+type CircuitBreaker struct {
+	// ConsecutiveFailures is a pointer because 0 ("never open": the breaker
+	// is off) differs from unset (DefaultConsecutiveFailures).
+	ConsecutiveFailures *int `json:"consecutiveFailures"`
+	CoolDownMs          int  `json:"coolDownMs"`
+	HalfOpenProbes      int  `json:"halfOpenProbes"`
+}
+
+// Enabled says whether the breaker can ever open.
+func (c CircuitBreaker) Enabled() bool {
+	return c.ConsecutiveFailures == nil || *c.ConsecutiveFailures > 0
 }
 
 // Credential references a provider API key; the snapshot never holds the secret
@@ -112,3 +132,6 @@ func (p *Provider) ConnectTimeout() time.Duration { return ms(p.ConnectTimeoutMs
 
 // ResponseHeaderTimeout bounds the wait for the provider's response headers.
 func (p *Provider) ResponseHeaderTimeout() time.Duration { return ms(p.ResponseHeaderTimeoutMs) }
+
+// CoolDown is how long an open breaker keeps the provider out of routing.
+func (c CircuitBreaker) CoolDown() time.Duration { return ms(c.CoolDownMs) }

@@ -19,6 +19,10 @@ const (
 	// "effectively never", which would defeat the point of a timeout.
 	MaxTimeoutMs = 24 * 60 * 60 * 1000
 	maxNameLen   = 253
+	// MaxConsecutiveFailures and MaxHalfOpenProbes bound a circuit breaker:
+	// beyond them it would never open, or probe with full traffic.
+	MaxConsecutiveFailures = 1000
+	MaxHalfOpenProbes      = 100
 )
 
 // Validate checks a normalized snapshot and returns every problem at once (joined
@@ -125,6 +129,14 @@ func validateProvider(obj string, p *Provider) []error {
 	}
 	checkTimeout(add, "connectTimeoutMs", p.ConnectTimeoutMs)
 	checkTimeout(add, "responseHeaderTimeoutMs", p.ResponseHeaderTimeoutMs)
+	cb := p.CircuitBreaker
+	if n := cb.ConsecutiveFailures; n != nil && (*n < 0 || *n > MaxConsecutiveFailures) {
+		add("circuitBreaker.consecutiveFailures must be within 0..%d (0 turns the breaker off), got %d", MaxConsecutiveFailures, *n)
+	}
+	checkTimeout(add, "circuitBreaker.coolDownMs", cb.CoolDownMs)
+	if cb.HalfOpenProbes < 1 || cb.HalfOpenProbes > MaxHalfOpenProbes {
+		add("circuitBreaker.halfOpenProbes must be within 1..%d, got %d", MaxHalfOpenProbes, cb.HalfOpenProbes)
+	}
 	return errs
 }
 

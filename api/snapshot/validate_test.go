@@ -97,6 +97,19 @@ func TestValidateRules(t *testing.T) {
 		{"connect timeout", func(s *Snapshot) { s.Providers[0].ConnectTimeoutMs = -1 },
 			[]string{`provider "alpha": connectTimeoutMs must be within 1..86400000, got -1`}},
 		{"header timeout", func(s *Snapshot) { s.Providers[0].ResponseHeaderTimeoutMs = 0 }, []string{`responseHeaderTimeoutMs must be`}},
+		// circuit breaker
+		{"breaker failures negative", func(s *Snapshot) { s.Providers[0].CircuitBreaker.ConsecutiveFailures = intp(-1) },
+			[]string{`provider "alpha": circuitBreaker.consecutiveFailures must be within 0..1000 (0 turns the breaker off), got -1`}},
+		{"breaker failures too many", func(s *Snapshot) { s.Providers[0].CircuitBreaker.ConsecutiveFailures = intp(1001) },
+			[]string{`circuitBreaker.consecutiveFailures must be within 0..1000`}},
+		{"breaker cool-down zero", func(s *Snapshot) { s.Providers[1].CircuitBreaker.CoolDownMs = 0 },
+			[]string{`provider "beta": circuitBreaker.coolDownMs must be within 1..86400000, got 0`}},
+		{"breaker cool-down too long", func(s *Snapshot) { s.Providers[1].CircuitBreaker.CoolDownMs = MaxTimeoutMs + 1 },
+			[]string{`circuitBreaker.coolDownMs must be within`}},
+		{"breaker no probes", func(s *Snapshot) { s.Providers[0].CircuitBreaker.HalfOpenProbes = 0 },
+			[]string{`provider "alpha": circuitBreaker.halfOpenProbes must be within 1..100, got 0`}},
+		{"breaker too many probes", func(s *Snapshot) { s.Providers[0].CircuitBreaker.HalfOpenProbes = 101 },
+			[]string{`circuitBreaker.halfOpenProbes must be within 1..100, got 101`}},
 		// alias timeouts
 		{"total zero", func(s *Snapshot) { s.Aliases[0].Timeouts.TotalMs = 0 },
 			[]string{`alias "chat-alpha": timeouts.totalMs must be within`, "timeouts.attemptMs (20000) exceeds timeouts.totalMs (0)"}},
@@ -154,6 +167,11 @@ func TestValidateAccepts(t *testing.T) {
 		"model names with slash": func(s *Snapshot) { s.Aliases[0].Primary.Model = "meta-llama/Llama-3.1-8B:free" },
 		"no keys, no aliases":    func(s *Snapshot) { s.Keys, s.Aliases = []Key{}, []Alias{} },
 		"attempt equals total":   func(s *Snapshot) { s.Aliases[0].Timeouts.AttemptMs = s.Aliases[0].Timeouts.TotalMs },
+		"breaker off":            func(s *Snapshot) { s.Providers[0].CircuitBreaker.ConsecutiveFailures = intp(0) },
+		"breaker at its bounds": func(s *Snapshot) {
+			s.Providers[0].CircuitBreaker = CircuitBreaker{ConsecutiveFailures: intp(MaxConsecutiveFailures), CoolDownMs: MaxTimeoutMs, HalfOpenProbes: MaxHalfOpenProbes}
+			s.Providers[1].CircuitBreaker = CircuitBreaker{ConsecutiveFailures: intp(1), CoolDownMs: 1, HalfOpenProbes: 1}
+		},
 	}
 	for name, mutate := range cases {
 		s := validSnapshot()
