@@ -173,6 +173,14 @@ func compileProvider(in Inputs, pe *v1alpha1.ProviderEndpoint) (snapshot.Provide
 	if t := s.Timeouts; t != nil {
 		errs = append(errs, setMs(&p.ConnectTimeoutMs, "timeouts.connect", t.Connect), setMs(&p.ResponseHeaderTimeoutMs, "timeouts.responseHeader", t.ResponseHeader))
 	}
+	if cb := s.CircuitBreaker; cb != nil {
+		if n := cb.ConsecutiveFailures; n != nil {
+			v := int(*n) // 0 turns the breaker off, so it must not read as unset
+			p.CircuitBreaker.ConsecutiveFailures = &v
+		}
+		p.CircuitBreaker.HalfOpenProbes = int(cb.HalfOpenProbes)
+		errs = append(errs, setMs(&p.CircuitBreaker.CoolDownMs, "circuitBreaker.coolDown", cb.CoolDown))
+	}
 	if err := errors.Join(errs...); err != nil {
 		res.Result = notReady(v1alpha1.ReasonInvalidSpec, "%v", err)
 		return p, res

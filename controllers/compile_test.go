@@ -227,6 +227,15 @@ func TestDiffInputsSeesThroughPointers(t *testing.T) {
 			}
 			return false
 		},
+		"provider circuitBreaker": func(in *Inputs) bool {
+			for i := range in.Providers {
+				if cb := in.Providers[i].Spec.CircuitBreaker; cb != nil && cb.ConsecutiveFailures != nil {
+					*cb.ConsecutiveFailures++
+					return true
+				}
+			}
+			return false
+		},
 		"secret keys": func(in *Inputs) bool {
 			for _, ks := range in.Secrets {
 				if len(ks) > 0 {

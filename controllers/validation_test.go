@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
 	"github.com/llmgw/llmgw/gateway/keys"
 )
@@ -100,7 +101,59 @@ kind: ProviderEndpoint
 metadata: {name: port0}
 spec: {protocol: openai, service: {name: a, port: 0}}`,
 			want: `ProviderEndpoint.llmgw.dev "port0" is invalid: spec.service.port: Invalid value: 0: spec.service.port in body should be greater than or equal to 1`}),
+		Entry("circuit breaker turned off", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: breaker-off}
+spec: {protocol: openai, url: "http://a", circuitBreaker: {consecutiveFailures: 0}}`}),
+		Entry("circuit breaker at its bounds", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: breaker-bounds}
+spec: {protocol: openai, url: "http://a", circuitBreaker: {consecutiveFailures: 1000, coolDown: 24h, halfOpenProbes: 100}}`}),
+		Entry("circuit breaker failures negative", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: breaker-negative}
+spec: {protocol: openai, url: "http://a", circuitBreaker: {consecutiveFailures: -1}}`,
+			want: `ProviderEndpoint.llmgw.dev "breaker-negative" is invalid: spec.circuitBreaker.consecutiveFailures: Invalid value: -1: spec.circuitBreaker.consecutiveFailures in body should be greater than or equal to 0`}),
+		Entry("circuit breaker cool-down out of bounds", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: breaker-cool-down}
+spec: {protocol: openai, url: "http://a", circuitBreaker: {coolDown: 25h}}`,
+			want: `ProviderEndpoint.llmgw.dev "breaker-cool-down" is invalid: spec.circuitBreaker.coolDown: Invalid value: "25h": coolDown must be between 1ms and 24h`}),
+		Entry("circuit breaker without probes", rejection{doc: `
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: breaker-probes}
+spec: {protocol: openai, url: "http://a", circuitBreaker: {halfOpenProbes: 0}}`,
+			want: `ProviderEndpoint.llmgw.dev "breaker-probes" is invalid: spec.circuitBreaker.halfOpenProbes: Invalid value: 0: spec.circuitBreaker.halfOpenProbes in body should be greater than or equal to 1`}),
 	)
+
+	It("fills a circuit breaker's unset fields with the snapshot's defaults", func() {
+		Expect(create(`
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: breaker-defaults}
+spec: {protocol: openai, url: "http://a", circuitBreaker: {coolDown: 5s}}`, ns)).To(Succeed())
+		var pe v1alpha1.ProviderEndpoint
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "breaker-defaults"}, &pe)).To(Succeed())
+		cb := pe.Spec.CircuitBreaker
+		Expect(cb).NotTo(BeNil())
+		Expect(cb.ConsecutiveFailures).To(HaveValue(BeEquivalentTo(snapshot.DefaultConsecutiveFailures)))
+		Expect(cb.HalfOpenProbes).To(BeEquivalentTo(snapshot.DefaultHalfOpenProbes))
+		Expect(cb.CoolDown).To(Equal(v1alpha1.Duration("5s")))
+		Expect(create(`
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: breaker-default-cool-down}
+spec: {protocol: openai, url: "http://a", circuitBreaker: {halfOpenProbes: 2}}`, ns)).To(Succeed())
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "breaker-default-cool-down"}, &pe)).To(Succeed())
+		ms, err := pe.Spec.CircuitBreaker.CoolDown.Milliseconds()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(ms).To(Equal(snapshot.DefaultCoolDownMs))
+	})
 
 	DescribeTable("ModelAlias", check,
 		Entry("valid", rejection{doc: `

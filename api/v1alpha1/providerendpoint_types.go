@@ -33,6 +33,47 @@ type ProviderEndpointSpec struct {
 	// Timeouts for connecting and for the response headers.
 	// +optional
 	Timeouts *ProviderTimeouts `json:"timeouts,omitempty"`
+
+	// CircuitBreaker takes the provider out of routing while it keeps failing,
+	// so that callers do not wait for its timeouts: aliases go straight to
+	// their next route. It opens after consecutiveFailures failures in a row
+	// that are the provider's fault (timeouts, connection failures, HTTP 429
+	// and 5xx, broken or unreadable answers, a refused credential; never an
+	// HTTP 400 about the request, nor a client that went away). While open,
+	// the provider is skipped unless it is the last route an alias may try.
+	// After coolDown it lets halfOpenProbes requests through: when all of them
+	// succeed it closes, when one fails it opens again. A stream counts as a
+	// success once its first content arrives. Each gateway replica keeps its
+	// own breakers. Omitted: on, with the defaults below.
+	// +optional
+	CircuitBreaker *CircuitBreaker `json:"circuitBreaker,omitempty"`
+}
+
+// CircuitBreaker are a provider's circuit breaker thresholds.
+type CircuitBreaker struct {
+	// ConsecutiveFailures in a row open the breaker; 0 turns it off (the
+	// provider is never skipped).
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	ConsecutiveFailures *int32 `json:"consecutiveFailures,omitempty"`
+
+	// CoolDown is how long the breaker stays open before it probes the
+	// provider again, a Go duration such as "30s".
+	// +optional
+	// +kubebuilder:default="30s"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}(h|m|s|ms)){1,4}$') || (duration(self) >= duration('1ms') && duration(self) <= duration('24h'))",message="coolDown must be between 1ms and 24h"
+	CoolDown Duration `json:"coolDown,omitempty"`
+
+	// HalfOpenProbes is how many requests the breaker lets through after the
+	// cool-down (other requests skip the provider meanwhile); all of them must
+	// succeed to close it.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	HalfOpenProbes int32 `json:"halfOpenProbes,omitempty"`
 }
 
 // ServiceReference is a Service in the ProviderEndpoint's namespace; the base
