@@ -30,11 +30,18 @@ import (
 
 // Options configure the controller; Main fills them from flags, tests directly.
 type Options struct {
-	Namespace          string
-	ConfigMapName      string
-	LeaderElect        bool
-	LeaderElectionID   string
-	MetricsAddr        string
+	Namespace        string
+	ConfigMapName    string
+	LeaderElect      bool
+	LeaderElectionID string
+	MetricsAddr      string
+	// MetricsInsecure serves /metrics as plain HTTP without authentication
+	// (local runs only); by default it is HTTPS, and a caller needs a token
+	// the API server authorizes for GET /metrics (TokenReview +
+	// SubjectAccessReview, as kubebuilder scaffolds).
+	MetricsInsecure bool
+	// Limits go into every snapshot (zero fields: the snapshot's defaults).
+	Limits             snapshot.Limits
 	ProbeAddr          string
 	Debounce           time.Duration
 	DebounceMax        time.Duration
@@ -56,7 +63,12 @@ func Main(ctx context.Context, args []string) error {
 	fs.StringVar(&o.ConfigMapName, "configmap", snapshot.DefaultConfigMapName, "`name` of the snapshot ConfigMap")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "hold a Lease so that only one replica writes")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", DefaultLeaderElectionID, "`name` of the leader-election Lease")
-	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "`address` of the Prometheus /metrics endpoint (0 disables)")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8443", "`address` of the Prometheus /metrics endpoint (0 disables)")
+	fs.BoolVar(&o.MetricsInsecure, "metrics-insecure", false, "serve /metrics as plain HTTP without authentication (local runs only; default: HTTPS with Kubernetes authn/authz)")
+	fs.Int64Var(&o.Limits.MaxBodyBytes, "max-body-bytes", 0, "gateways' limit on a chat request body, in `bytes` (0: the snapshot default)")
+	fs.IntVar(&o.Limits.MaxMessages, "max-messages", 0, "gateways' limit on `messages` in one request (0: the snapshot default)")
+	fs.IntVar(&o.Limits.MaxContentChars, "max-content-chars", 0, "gateways' limit on the `characters` of all message contents of one request (0: the snapshot default)")
+	fs.IntVar(&o.Limits.MaxConcurrent, "max-concurrent", 0, "chat requests one gateway replica serves at once; more get 503 (`n`, 0: the snapshot default)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "`address` of /healthz and /readyz")
 	fs.DurationVar(&o.Debounce, "debounce", 200*time.Millisecond, "quiet `period` after the last change before compiling")
 	fs.DurationVar(&o.DebounceMax, "debounce-max", time.Second, "longest `wait` for a quiet period under a stream of changes")
@@ -149,7 +161,7 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, *Re
 				&corev1.Secret{}: {Transform: stripSecret},
 			},
 		},
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metricsOptions(o),
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              o.LeaderElectionID,
@@ -178,6 +190,7 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, *Re
 		APIReader:     mgr.GetAPIReader(),
 		Namespace:     o.Namespace,
 		ConfigMapName: o.ConfigMapName,
+		Limits:        o.Limits,
 		Debounce:      o.Debounce,
 		DebounceMax:   max(o.DebounceMax, o.Debounce),
 		Log:           log.WithName("snapshot"),
@@ -199,6 +212,21 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
+}
+
+// metricsOptions serves /metrics over HTTPS (a self-signed certificate the
+// scraper does not pin) behind the API server's authentication and
+// authorization, as kubebuilder scaffolds: the pod network is not a trust
+// boundary, and the metrics name every object the controller compiles.
+func metricsOptions(o Options) metricsserver.Options {
+	if o.MetricsInsecure {
+		return metricsserver.Options{BindAddress: o.MetricsAddr}
+	}
+	return metricsserver.Options{
+		BindAddress:    o.MetricsAddr,
+		SecureServing:  true,
+		FilterProvider: metricsAuthFilter,
+	}
 }
 
 func stripSecret(obj any) (any, error) {

@@ -11,6 +11,8 @@ import (
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -228,6 +230,30 @@ stringData: {apiKey: sk-test}`, rbacNS)
 			"list Secrets":           c.List(suiteCtx, &corev1.SecretList{}, in),
 			"watch Secrets":          watchSecretsErr,
 			"list Pods":              c.List(suiteCtx, &corev1.PodList{}, in),
+		}
+		for what, err := range denied {
+			Expect(forbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", what, err)
+		}
+	})
+	It("lets the controller review tokens and access for its /metrics, and nothing else cluster-wide", func(ctx SpecContext) {
+		ctrlCS, err := kubernetes.NewForConfig(impersonate("llmgw-controller"))
+		Expect(err).NotTo(HaveOccurred())
+		gwCS, err := kubernetes.NewForConfig(impersonate("llmgw-gateway"))
+		Expect(err).NotTo(HaveOccurred())
+		_, err = ctrlCS.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: "x"}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = ctrlCS.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			User: "someone", NonResourceAttributes: &authzv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, nsErr := ctrlCS.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		_, crErr := ctrlCS.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
+		_, metricsErr := ctrlCS.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+		_, gwReviewErr := gwCS.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: "x"}}, metav1.CreateOptions{})
+		denied := map[string]error{
+			"controller: list Namespaces":               nsErr,
+			"controller: list ClusterRoles":             crErr,
+			"controller: GET the API server's /metrics": metricsErr,
+			"gateway: create a TokenReview":             gwReviewErr,
 		}
 		for what, err := range denied {
 			Expect(forbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", what, err)

@@ -36,6 +36,9 @@ var common = []string{
 	"Role/llmgw-gateway",
 	"RoleBinding/llmgw-controller",
 	"RoleBinding/llmgw-gateway",
+	"ClusterRole/llmgw-controller-metrics-auth",
+	"ClusterRoleBinding/llmgw-controller-metrics-auth",
+	"ClusterRole/llmgw-metrics-reader",
 	"Deployment/llmgw-controller",
 	"StatefulSet/llmgw-gateway",
 	"Service/llmgw-gateway",
@@ -86,7 +89,7 @@ func TestSameObjectsInBothInstalls(t *testing.T) {
 			}
 			for _, o := range tc.in.Objects {
 				switch o.Kind {
-				case "Namespace", "CustomResourceDefinition":
+				case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding":
 					if o.Namespace != "" {
 						t.Errorf("%s is cluster-scoped but has namespace %q", o.key(), o.Namespace)
 					}
@@ -136,6 +139,10 @@ func comparable(obj any) any {
 	case *rbacv1.Role:
 		return o.Rules
 	case *rbacv1.RoleBinding:
+		return []any{o.RoleRef, o.Subjects}
+	case *rbacv1.ClusterRole:
+		return o.Rules
+	case *rbacv1.ClusterRoleBinding:
 		return []any{o.RoleRef, o.Subjects}
 	case *corev1.ServiceAccount:
 		return []any{o.AutomountServiceAccountToken, o.Secrets, o.ImagePullSecrets}
@@ -420,9 +427,10 @@ func TestControllerDeployment(t *testing.T) {
 			for _, p := range c.Ports {
 				ports[p.Name] = p.ContainerPort
 			}
-			if ports["probes"] != 8081 || ports["metrics"] != 8080 ||
-				!slices.Contains(c.Args, "--health-probe-bind-address=:8081") || !slices.Contains(c.Args, "--metrics-bind-address=:8080") {
-				t.Errorf("ports %v / args %v: want probes 8081 and metrics 8080 matching the flags", ports, c.Args)
+			if ports["probes"] != 8081 || ports["metrics"] != 8443 ||
+				!slices.Contains(c.Args, "--health-probe-bind-address=:8081") || !slices.Contains(c.Args, "--metrics-bind-address=:8443") ||
+				slices.Contains(c.Args, "--metrics-insecure") {
+				t.Errorf("ports %v / args %v: want probes 8081 and authenticated HTTPS metrics 8443 matching the flags", ports, c.Args)
 			}
 			if c.Resources.Requests.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
 				t.Errorf("resources %+v: want requests and limits", c.Resources)
