@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -39,6 +40,8 @@ var common = []string{
 	"ClusterRole/llmgw-controller-metrics-auth",
 	"ClusterRoleBinding/llmgw-controller-metrics-auth",
 	"ClusterRole/llmgw-metrics-reader",
+	"ValidatingAdmissionPolicy/llmgw-watched-namespaces",
+	"ValidatingAdmissionPolicyBinding/llmgw-watched-namespaces",
 	"Deployment/llmgw-controller",
 	"StatefulSet/llmgw-gateway",
 	"Service/llmgw-gateway",
@@ -89,6 +92,14 @@ func TestSameObjectsInBothInstalls(t *testing.T) {
 			}
 			for _, o := range tc.in.Objects {
 				switch o.Kind {
+				case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+					// Cluster-scoped, but not in kustomize's built-in list of
+					// cluster-scoped kinds, so its namespace transformer adds one;
+					// kubectl and the API server drop it for a cluster-scoped kind
+					// (the kind suite applies exactly this rendering).
+					if tc.in.Source == "helm" && o.Namespace != "" {
+						t.Errorf("%s is cluster-scoped but has namespace %q", o.key(), o.Namespace)
+					}
 				case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding":
 					if o.Namespace != "" {
 						t.Errorf("%s is cluster-scoped but has namespace %q", o.key(), o.Namespace)
@@ -142,6 +153,10 @@ func comparable(obj any) any {
 		return []any{o.RoleRef, o.Subjects}
 	case *rbacv1.ClusterRole:
 		return o.Rules
+	case *admissionregistrationv1.ValidatingAdmissionPolicy:
+		return o.Spec
+	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+		return o.Spec
 	case *rbacv1.ClusterRoleBinding:
 		return []any{o.RoleRef, o.Subjects}
 	case *corev1.ServiceAccount:

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -120,6 +121,10 @@ func typed(kind string) any {
 		return &policyv1.PodDisruptionBudget{}
 	case "Role":
 		return &rbacv1.Role{}
+	case "ValidatingAdmissionPolicy":
+		return &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	case "ValidatingAdmissionPolicyBinding":
+		return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
 	case "RoleBinding":
 		return &rbacv1.RoleBinding{}
 	case "ClusterRole":

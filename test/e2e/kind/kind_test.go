@@ -236,6 +236,26 @@ var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 		})
 	})
 
+	It("refuses a ModelAlias outside the controller's namespace at kubectl apply, naming the namespace to use", func(ctx SpecContext) {
+		name := "e2e-elsewhere-" + run
+		doc := strings.Replace(aliasYAML(name, "alpha", "alpha-small", ""), "namespace: "+ns, "namespace: default", 1)
+		Expect(doc).To(ContainSubstring("namespace: default"))
+		// The policy is in place once make deploy returned, but an API server
+		// may take a moment to load a new policy: poll, with a deadline.
+		var err error
+		Eventually(func() error {
+			err = k.apply(ctx, doc)
+			if err == nil {
+				_, _ = k.run(ctx, nil, "-n", "default", "delete", "modelalias", name, "--ignore-not-found")
+			}
+			return err
+		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(HaveOccurred(), "a ModelAlias in namespace default was accepted")
+		GinkgoWriter.Printf("kubectl apply in namespace default: %v\n", err)
+		Expect(err.Error()).To(And(ContainSubstring("does not watch namespace default"), ContainSubstring("create it in namespace "+ns)))
+		out, _ := k.run(ctx, nil, "-n", "default", "get", "modelaliases", "-o", "name")
+		Expect(out).NotTo(ContainSubstring(name))
+	})
+
 	It("hot-loads 20 new ModelAliases and 6 GatewayKey disable/enable changes in every gateway pod within 1 s p99, under a paced load with zero failures and no restarts", func(ctx SpecContext) {
 		// Restarts are compared with the counts at the start of this spec, not
 		// with zero: a kind node that was itself restarted (dockerd restarted
