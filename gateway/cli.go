@@ -30,6 +30,7 @@ func Main(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.DBPath, "db", "llmgw-usage.db", "SQLite usage ledger file (created if missing)")
 	fs.DurationVar(&cfg.Retention.MaxAge, "ledger-max-age", 90*24*time.Hour, "drop usage records older than this, oldest first, in the background; 0 keeps them")
 	fs.Int64Var(&cfg.Retention.MaxBytes, "ledger-max-bytes", 512<<20, "drop the oldest usage records while the ledger's live data is larger than this many bytes; 0: no size bound")
+	fs.BoolVar(&cfg.LedgerFailOpen, "ledger-fail-open", false, "serve chat requests while the usage ledger cannot commit (disk full, I/O error), counting each lost record in llmgw_usage_unrecorded_requests_total; default: refuse them with 503 usage_store_unavailable and turn /readyz false until a write succeeds")
 	fs.StringVar(&file.CredentialsDir, "credentials-dir", "", "standalone: the only directory credential.file references are read from (default: the snapshot file's directory)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests and streams may finish")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")

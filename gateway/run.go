@@ -45,6 +45,9 @@ type Config struct {
 	ClientIPRPM, ClientIPBurst int
 	TrustedProxies             []netip.Prefix
 	ReadRPM, ReadBurst         int
+	// LedgerFailOpen serves chat requests while the ledger cannot commit
+	// (default: refuse them with 503 and report not ready).
+	LedgerFailOpen bool
 }
 
 // Gateway is a started gateway process: its ledger, its data plane and the
@@ -116,13 +119,14 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			ConstLabels: prometheus.Labels{"reason": reason}},
 			func() float64 { return float64(count(g.Ledger.RetentionStats())) }))
 	}
+	registerLedgerHealth(reg, g)
 	var watchCtx context.Context
 	watchCtx, g.stopWatch = context.WithCancel(ctx)
 	undo = append(undo, g.stopWatch)
 	g.Server, err = server.New(server.Options{Ledger: g.Ledger, Logger: log, Metrics: server.NewMetrics(reg),
 		Credentials: cfg.Source.Credentials(), Peers: cfg.Peers,
 		ClientIPRPM: cfg.ClientIPRPM, ClientIPBurst: cfg.ClientIPBurst, TrustedProxies: cfg.TrustedProxies,
-		ReadRPM: cfg.ReadRPM, ReadBurst: cfg.ReadBurst})
+		ReadRPM: cfg.ReadRPM, ReadBurst: cfg.ReadBurst, LedgerFailOpen: cfg.LedgerFailOpen})
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,7 @@
 package server
 
-// The chat request path, top to bottom: handleChat → serve (client-address
-// limit, readiness, concurrency, authentication, rate limit, body, validation, model access) →
+// The chat request path, top to bottom: handleChat → serve (ledger gate
+// (ledgergate.go), client-address limit, readiness, concurrency, authentication, rate limit, body, validation, model access) →
 // route (route.go: the fallback loop and its policy, with failures named by
 // the table in failure.go) → completeJSON (complete_json.go) or relaySSE
 // (relay_sse.go).
@@ -67,7 +67,13 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 // serve admits the request, then hands it to the JSON or the SSE path.
 func (x *exchange) serve(inflight int64) {
 	s, st := x.s, x.st
-	// The client-address limit comes first: a flood without a valid key
+	// A ledger that cannot commit comes before everything: nothing the
+	// gateway does for a request it cannot record may happen.
+	if aerr := s.checkLedger(); aerr != nil {
+		x.refuseUnrecorded(aerr)
+		return
+	}
+	// The client-address limit comes next: a flood without a valid key
 	// costs one record per request and nothing else.
 	if aerr := s.checkClientIP(x.r); aerr != nil {
 		x.begin()

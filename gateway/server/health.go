@@ -130,8 +130,17 @@ func (s *Server) writeHealth(w http.ResponseWriter, r *http.Request, detail bool
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := s.ledger.Ping(ctx); err != nil {
-		out.UsageStore, out.Status = "unavailable", "unavailable"
+	// The ping's own commit updates Writable, so a freed disk shows at once.
+	if err := s.ledger.Ping(ctx); err != nil || s.ledger.Writable() != nil {
+		out.UsageStore = "unavailable"
+		if s.ledgerFailOpen() {
+			// Serving on, without records: worth an alert, not an outage.
+			if out.Status != "unavailable" {
+				out.Status = "degraded"
+			}
+		} else {
+			out.Status = "unavailable"
+		}
 	}
 	code := http.StatusOK
 	if out.Status == "unavailable" {
@@ -154,7 +163,11 @@ func (s *Server) handleLive(w http.ResponseWriter, _ *http.Request) {
 }
 
 // handleReady is ready once a snapshot is loaded and the ledger can write:
-// without either, the gateway could not keep its exactly-one-record promise.
+// without either, the gateway could not keep its exactly-one-record promise
+// (chat requests get 503), so Kubernetes should route around the pod. The
+// ping is a real write through the ledger's writer; its success clears a
+// failure the ledger saw before. With --ledger-fail-open the ledger does not
+// count: the operator chose to serve without records.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if s.state.Load() == nil {
@@ -164,7 +177,7 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := s.ledger.Ping(ctx); err != nil {
+	if err := s.ledger.Ping(ctx); (err != nil || s.ledger.Writable() != nil) && !s.ledgerFailOpen() {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte("usage store not writable\n"))
 		return

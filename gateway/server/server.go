@@ -40,6 +40,10 @@ type Options struct {
 	// read_rate_limit_exceeded): a floor under the key's own chat rate limit,
 	// which sizes the bucket when it is larger.
 	ReadRPM, ReadBurst int
+	// LedgerFailOpen serves chat requests while the ledger cannot commit,
+	// instead of refusing them with 503 usage_store_unavailable; the records
+	// they lose are counted (usage.Stats.Unrecorded).
+	LedgerFailOpen bool
 }
 
 // Server is the data plane. Create it with New, publish config with Apply.
@@ -60,6 +64,7 @@ type Server struct {
 	// from the chat bucket (limiter); abuse holds the flag-set limits.
 	readLimiter ratelimit.Limiter
 	abuse       atomic.Pointer[abuseLimits]
+	gate        ledgerGate
 
 	reloadMu      sync.Mutex
 	lastReloadErr string
@@ -80,6 +85,7 @@ func New(opts Options) (*Server, error) {
 		s.metrics = NewMetrics(nil)
 	}
 	s.setAbuseLimits(opts)
+	s.gate.failOpen.Store(opts.LedgerFailOpen)
 	return s, nil
 }
 

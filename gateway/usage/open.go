@@ -35,6 +35,9 @@ type Options struct {
 	// Retention bounds the ledger by age and size (the zero value keeps
 	// everything).
 	Retention Retention
+	// ProbeInterval is how often a ledger whose last commit failed tries a
+	// tiny write to learn whether it can commit again (default 1s).
+	ProbeInterval time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -54,6 +57,9 @@ func (o *Options) defaults() {
 	}
 	if o.Retention.Interval <= 0 {
 		o.Retention.Interval = time.Minute
+	}
+	if o.ProbeInterval <= 0 {
+		o.ProbeInterval = time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -82,6 +88,7 @@ type Ledger struct {
 	q      chan *op
 
 	counters
+	writeHealth
 	writerDone chan struct{}
 	closeOnce  sync.Once
 	closeErr   error
@@ -185,6 +192,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 	l.q = make(chan *op, opts.QueueSize)
 	l.writerDone = make(chan struct{})
 	go l.run()
+	l.startProber()
 	return l, nil
 }
 
@@ -219,6 +227,7 @@ func (l *Ledger) Path() string { return l.path }
 // committed, and closes the database. It is safe to call more than once.
 func (l *Ledger) Close() error {
 	l.closeOnce.Do(func() {
+		l.stopProber()
 		l.mu.Lock()
 		l.closed = true
 		close(l.q)

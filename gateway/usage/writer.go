@@ -123,6 +123,9 @@ func (l *Ledger) Finish(ctx context.Context, r Record) error {
 		return err
 	}
 	if err := l.enqueue(ctx, o); err != nil {
+		if errors.Is(err, ErrClosed) {
+			l.nUnrecorded.Add(1)
+		}
 		return fmt.Errorf("usage: finish %s: %w", r.RequestID, err)
 	}
 	if err := o.Wait(ctx); err != nil {
@@ -170,7 +173,11 @@ type Stats struct {
 	Ops           uint64
 	Batches       uint64
 	FailedBatches uint64
-	Queued        int
+	// Unrecorded counts Finish calls whose final record was not written (its
+	// transaction failed, or the ledger was closed): requests left without a
+	// final record.
+	Unrecorded uint64
+	Queued     int
 }
 
 // Stats reports the writer's counters.
@@ -179,12 +186,14 @@ func (l *Ledger) Stats() Stats {
 		Ops:           l.nOps.Load(),
 		Batches:       l.nBatches.Load(),
 		FailedBatches: l.nFailed.Load(),
+		Unrecorded:    l.nUnrecorded.Load(),
 		Queued:        len(l.q),
 	}
 }
 
 type counters struct {
 	nOps, nBatches, nFailed   atomic.Uint64
+	nUnrecorded               atomic.Uint64
 	nDroppedAge, nDroppedSize atomic.Uint64
 }
 
@@ -240,11 +249,22 @@ func (l *Ledger) fill(batch []*op) []*op {
 }
 
 func (l *Ledger) commit(batch []*op) {
-	if err := l.apply(batch); err != nil {
+	err := l.apply(batch)
+	wasFailing := l.noteCommit(err)
+	if err != nil {
 		l.nFailed.Add(1)
-		l.log.Error("usage: batch failed", "ops", len(batch), "err", err)
+		finishes := 0
 		for _, o := range batch {
 			o.err = err
+			if o.kind == opFinish {
+				finishes++
+			}
+		}
+		l.nUnrecorded.Add(uint64(finishes))
+		// The first failure of a run is logged by noteCommit; after it, only
+		// batches that lose records are worth a line (not every probe).
+		if wasFailing && finishes > 0 {
+			l.log.Error("usage: batch failed", "ops", len(batch), "final_records_lost", finishes, "err", err)
 		}
 	}
 	l.nBatches.Add(1)

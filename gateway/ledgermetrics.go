@@ -1,0 +1,33 @@
+package gateway
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// registerLedgerHealth exports whether the ledger can commit and what its
+// failures cost: records lost by requests that were served (fail-open, or in
+// flight when the first commit failed) and requests refused without a record.
+// They read g's fields at scrape time, once Start has set them.
+func registerLedgerHealth(reg prometheus.Registerer, g *Gateway) {
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "llmgw_usage_store_writable",
+			Help: "1 while the usage ledger's commits succeed, 0 from a failed commit until one succeeds again."},
+			func() float64 {
+				if g.Ledger.Writable() != nil {
+					return 0
+				}
+				return 1
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "llmgw_usage_unrecorded_requests_total",
+			Help: "Chat requests answered whose final usage record could not be written (the ledger's commit failed)."},
+			func() float64 { return float64(g.Ledger.Stats().Unrecorded) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "llmgw_usage_store_refused_requests_total",
+			Help: "Chat requests refused with 503 usage_store_unavailable because the ledger could not commit; they have no usage record."},
+			func() float64 {
+				if g.Server == nil {
+					return 0
+				}
+				return float64(g.Server.RefusedUnrecorded())
+			}),
+	)
+}
