@@ -73,6 +73,13 @@ func (x *exchange) serve(inflight int64) {
 		x.refuseUnrecorded(aerr)
 		return
 	}
+	// The edge (edges.go) leaves the header limit of chat to us: the
+	// refusal is a chat request's answer and gets its record.
+	if aerr := checkHeaderBytes(x.r); aerr != nil {
+		x.begin()
+		x.reject(aerr)
+		return
+	}
 	// The client-address limit comes next: a flood without a valid key
 	// costs one record per request and nothing else.
 	if aerr := s.checkClientIP(x.r); aerr != nil {

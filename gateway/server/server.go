@@ -184,7 +184,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", s.handleLive)
 	mux.HandleFunc("GET /readyz", s.handleReady)
 	mux.HandleFunc("/", s.handleNotFound)
-	return withRequestID(mux)
+	return withRequestID(s.edges(mux))
 }
 
 // withRequestID gives every response, whatever the endpoint or outcome, a
@@ -208,7 +208,12 @@ func HTTPServer(addr string, h http.Handler) *http.Server {
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+		// The gateway's own header limit is enforced in the handler (JSON
+		// 431, edges.go); net/http's plain-text 431 only beyond this.
+		MaxHeaderBytes: serverMaxHeaderBytes,
+		// "OPTIONS *" reaches the handler (404 in the API's shape) instead
+		// of net/http's empty 200.
+		DisableGeneralOptionsHandler: true,
 	}
 }
 
