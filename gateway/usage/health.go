@@ -56,6 +56,9 @@ func (e *notWritableError) Unwrap() []error { return []error{ErrNotWritable, e.f
 // logs quiet.
 func (l *Ledger) noteCommit(err error) (wasFailing bool) {
 	if err == nil {
+		if l.failing.Load() == nil {
+			return false // the common case: no store to the word every request loads
+		}
 		if prev := l.failing.Swap(nil); prev != nil {
 			l.log.Info("usage ledger: commits succeed again", "was_failing_for", time.Since(prev.since).Round(time.Millisecond).String())
 			return true
