@@ -14,7 +14,7 @@ func TestHelp(t *testing.T) {
 	}
 	cases := map[string][]string{
 		"--help":              {"gateway", "up", "keys", "mockprovider"},
-		"gateway --help":      {"-snapshot", "-addr", "-db"},
+		"gateway --help":      {"-snapshot", "-addr", "-db", "-ledger-fail-open"},
 		"up --help":           {"-state-dir", "-addr"},
 		"mockprovider --help": {"-flavor", "-require-key-file"},
 		"keys create --help":  {"-id", "-models", "-rpm"},
