@@ -10,15 +10,15 @@ import (
 	"time"
 )
 
-// providerHealth is a passive availability summary per provider, fed by real
-// traffic (no probes): enough for /health to say which upstream is failing.
+// providerHealth is a passive traffic summary per provider, fed by real
+// traffic (no probes), for the management port's /health. Whether a provider
+// is down is its circuit breaker's call (breaker_set.go), and only its.
 type providerHealth struct {
 	m sync.Map // provider name → *providerStats
 }
 
 type providerStats struct {
 	lastOK, lastFail atomic.Int64 // unix nanos
-	consecutiveFails atomic.Int64
 	ok, fail         atomic.Int64
 }
 
@@ -30,27 +30,19 @@ func (h *providerHealth) observe(name string, ok bool, now time.Time) {
 	ps := v.(*providerStats)
 	if ok {
 		ps.lastOK.Store(now.UnixNano())
-		ps.consecutiveFails.Store(0)
 		ps.ok.Add(1)
 		return
 	}
 	ps.lastFail.Store(now.UnixNano())
-	ps.consecutiveFails.Add(1)
 	ps.fail.Add(1)
 }
 
-// consecutiveFailsDown is how many failures in a row mark a provider "down".
-const consecutiveFailsDown = 5
-
 type providerHealthJSON struct {
-	Name             string     `json:"name"`
-	Protocol         string     `json:"protocol"`
-	Status           string     `json:"status"` // unknown | ok | degraded | down
-	Successes        int64      `json:"successes"`
-	Failures         int64      `json:"failures"`
-	ConsecutiveFails int64      `json:"consecutive_failures"`
-	LastSuccessAt    *time.Time `json:"last_success_at,omitempty"`
-	LastFailureAt    *time.Time `json:"last_failure_at,omitempty"`
+	Name     string `json:"name"`
+	Protocol string `json:"protocol"`
+	Status   string `json:"status"` // up | down (its circuit breaker is not closed)
+	// The management port's detail; the data port shows none of it.
+	*providerDetailJSON
 }
 
 type healthJSON struct {
@@ -75,12 +67,13 @@ type snapshotHealthJSON struct {
 const reloadRejected = "the newest snapshot was rejected and the previous one is running; the reason is in the gateway's log and on its management port (GET /health)"
 
 // handleHealth is the data port's /health: no key needed, so it reports
-// status without URLs, credentials, key data or reload details: names,
-// protocols, counters and times only.
+// status without URLs, credentials, key data or reload details; of each
+// provider its name, protocol and whether it is up.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) { s.writeHealth(w, r, false) }
 
 // ManagementHealthHandler is /health for the management port: the same
-// report, with the reason a snapshot was rejected.
+// report, with the reason a snapshot was rejected and each provider's
+// traffic counters and circuit breaker.
 func (s *Server) ManagementHealthHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.writeHealth(w, r, true) })
 }
@@ -106,21 +99,8 @@ func (s *Server) writeHealth(w http.ResponseWriter, r *http.Request, detail bool
 	} else {
 		t := st.loadedAt
 		out.Snapshot.Loaded, out.Snapshot.Version, out.Snapshot.LoadedAt = true, st.snap.Version, &t
-		for _, p := range st.snap.Providers {
-			ph := providerHealthJSON{Name: p.Name, Protocol: p.Protocol, Status: "unknown"}
-			if v, ok := s.health.m.Load(p.Name); ok {
-				ps := v.(*providerStats)
-				ph.Successes, ph.Failures, ph.ConsecutiveFails = ps.ok.Load(), ps.fail.Load(), ps.consecutiveFails.Load()
-				ph.LastSuccessAt, ph.LastFailureAt = unixTime(ps.lastOK.Load()), unixTime(ps.lastFail.Load())
-				switch {
-				case ph.ConsecutiveFails >= consecutiveFailsDown:
-					ph.Status = "down"
-				case ph.ConsecutiveFails > 0:
-					ph.Status = "degraded"
-				case ph.Successes > 0:
-					ph.Status = "ok"
-				}
-			}
+		for i := range st.snap.Providers {
+			ph := s.providerHealthOf(&st.snap.Providers[i], detail)
 			if ph.Status == "down" && out.Status == "ok" {
 				out.Status = "degraded"
 			}

@@ -16,6 +16,10 @@ type Metrics struct {
 	snapshotInfo  *prometheus.GaugeVec
 	reloadFailing prometheus.Gauge
 	inflight      prometheus.Gauge
+
+	breakerState       *prometheus.GaugeVec
+	breakerTransitions *prometheus.CounterVec
+	breakerSkips       *prometheus.CounterVec
 }
 
 // NewMetrics registers the series on reg (nil: an unregistered set, for tests).
@@ -33,9 +37,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 while the newest snapshot seen was rejected and an older one is still served."}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "llmgw_inflight_requests",
 			Help: "Chat requests in flight."}),
+		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "llmgw_provider_breaker_state",
+			Help: "Circuit breaker state per provider: 0 closed, 1 half-open, 2 open."}, []string{"provider"}),
+		breakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmgw_provider_breaker_transitions_total",
+			Help: "Circuit breaker state changes by provider, from and to."}, []string{"provider", "from", "to"}),
+		breakerSkips: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmgw_provider_breaker_skipped_total",
+			Help: "Routes passed over because the provider's circuit breaker was open (or half-open with its probes out)."}, []string{"provider"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.attempts, m.reloads, m.snapshotInfo, m.reloadFailing, m.inflight)
+		reg.MustRegister(m.requests, m.attempts, m.reloads, m.snapshotInfo, m.reloadFailing, m.inflight,
+			m.breakerState, m.breakerTransitions, m.breakerSkips)
 	}
 	return m
 }

@@ -30,6 +30,7 @@ func (x *exchange) relaySSE(ctx context.Context) {
 			return f
 		}
 		rl = x.commit(sa)
+		streamCommitted(ctx)
 		return rl.pump(ctx)
 	})
 	if rl == nil {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/llmgw/llmgw/api/snapshot"
@@ -13,16 +14,29 @@ import (
 // attempt succeeds or nextStep says stop. attempt calls one route and returns
 // its failure (nil: it answered); every attempt lands in the record. route
 // returns the failure the exchange ends on, nil after a success.
+//
+// A route whose provider's circuit breaker refuses the call is passed over
+// without an attempt, as if it had failed at once, except the last route the
+// alias may use (last): a request always reaches a provider.
 func (x *exchange) route(ctx context.Context, attempt func(context.Context, snapshot.Route) *failure) *failure {
 	a := x.alias
+	last := len(a.AllowedFallbacks())
 	for i := 0; ; i++ {
 		rt := a.Primary
 		if i > 0 {
 			rt = a.Fallbacks[i-1]
 		}
+		t, skip := x.s.breakers.admit(rt.Provider, i >= last)
+		if skip {
+			continue
+		}
+		actx := ctx
+		if t != nil && x.p.stream {
+			actx = withTicket(ctx, t) // a stream is judged at its commit point
+		}
 		t0 := x.s.now()
-		f := attempt(ctx, rt)
-		x.addAttempt(rt, f, t0)
+		f := attempt(actx, rt)
+		x.addAttempt(rt, f, t0, t)
 		if f == nil {
 			return nil
 		}
@@ -65,8 +79,8 @@ func maxFallbacks(a *snapshot.Alias) int {
 }
 
 // addAttempt records one upstream call (f nil: it succeeded) and feeds the
-// provider's passive health.
-func (x *exchange) addAttempt(rt snapshot.Route, f *failure, t0 time.Time) {
+// provider's passive health and its circuit breaker (t).
+func (x *exchange) addAttempt(rt snapshot.Route, f *failure, t0 time.Time, t *ticket) {
 	outcome, code, blame := usage.OutcomeOK, http.StatusOK, true
 	if f != nil {
 		row := &failures[f.kind]
@@ -84,6 +98,11 @@ func (x *exchange) addAttempt(rt snapshot.Route, f *failure, t0 time.Time) {
 	if blame {
 		x.s.health.observe(rt.Provider, f == nil, now)
 	}
+	cause := outcome
+	if outcome == usage.OutcomeStatus {
+		cause += " " + strconv.Itoa(code)
+	}
+	t.report(breakerVerdict(f), cause)
 }
 
 // answerFailure ends an exchange whose routes failed before anything was

@@ -58,6 +58,7 @@ type Server struct {
 	limiter  ratelimit.Limiter
 	adapters adapterCache
 	health   providerHealth
+	breakers breakerSet
 	inflight atomic.Int64
 
 	// readLimiter is the per-key bucket of /v1/usage and /v1/models, apart
@@ -85,6 +86,7 @@ func New(opts Options) (*Server, error) {
 		s.metrics = NewMetrics(nil)
 	}
 	s.setAbuseLimits(opts)
+	s.breakers.init(s.log, s.metrics, s.now)
 	s.gate.failOpen.Store(opts.LedgerFailOpen)
 	return s, nil
 }
@@ -111,6 +113,7 @@ func (s *Server) Apply(ctx context.Context, snap *snapshot.Snapshot) error {
 		s.ReportReloadError(err)
 		return err
 	}
+	s.breakers.sync(snap.Providers) // before the swap: every provider of st has its breaker
 	old := s.state.Swap(st)
 	s.clearReloadError()
 	s.metrics.reload(true, snap.Version)
