@@ -163,6 +163,9 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			_ = g.mgmt.Close()
 		}
 	})
+	// Before the source: the first snapshot may name a credential that
+	// cannot be read yet.
+	go g.Server.RetryCredentials(watchCtx)
 	if err := cfg.Source.Start(watchCtx, g.Server); err != nil {
 		return nil, err
 	}

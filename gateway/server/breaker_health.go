@@ -14,6 +14,9 @@ type providerDetailJSON struct {
 	LastSuccessAt *time.Time         `json:"last_success_at,omitempty"`
 	LastFailureAt *time.Time         `json:"last_failure_at,omitempty"`
 	Breaker       *breakerHealthJSON `json:"circuit_breaker,omitempty"`
+	// CredentialError says why the provider is down without being called:
+	// its credential cannot be read (it names the Secret or file).
+	CredentialError string `json:"credential_error,omitempty"`
 }
 
 type breakerHealthJSON struct {
@@ -32,10 +35,14 @@ type breakerHealthJSON struct {
 // its circuit breaker is open or half-open: the one notion of "down" the
 // gateway has, and the one routing acts on. detail adds the management
 // port's counters, times and breaker state.
-func (s *Server) providerHealthOf(p *snapshot.Provider, detail bool) providerHealthJSON {
+//
+// A provider whose credential cannot be read is down too: routing passes it
+// over just the same.
+func (s *Server) providerHealthOf(st *state, p *snapshot.Provider, detail bool) providerHealthJSON {
 	ph := providerHealthJSON{Name: p.Name, Protocol: p.Protocol, Status: "up"}
 	v, cfg, ok := s.breakers.view(p.Name)
-	if ok && v.state != breakerClosed {
+	credErr, noCred := st.unavailable[p.Name]
+	if ok && v.state != breakerClosed || noCred {
 		ph.Status = "down"
 	}
 	if !detail {
@@ -52,6 +59,7 @@ func (s *Server) providerHealthOf(p *snapshot.Provider, detail bool) providerHea
 			OpenedAt: timeOrNil(v.openedAt), OpenUntil: timeOrNil(v.openUntil), ProbesInFlight: v.probes,
 			FailureThreshold: cfg.failures, CoolDownMs: cfg.coolDown.Milliseconds(), HalfOpenProbes: cfg.probes}
 	}
+	d.CredentialError = credErr
 	ph.providerDetailJSON = d
 	return ph
 }

@@ -470,16 +470,16 @@ func TestProviderHealthOf(t *testing.T) {
 	s.breakers.sync([]snapshot.Provider{p})
 	s.health.observe("p", false, clk.Now())
 
-	data, _ := json.Marshal(s.providerHealthOf(&p, false))
+	data, _ := json.Marshal(s.providerHealthOf(&state{}, &p, false))
 	if string(data) != `{"name":"p","protocol":"openai","status":"up"}` {
 		t.Fatalf("data port, closed: %s", data)
 	}
 	openIt(t, &s.breakers, "p", 2)
-	data, _ = json.Marshal(s.providerHealthOf(&p, false))
+	data, _ = json.Marshal(s.providerHealthOf(&state{}, &p, false))
 	if string(data) != `{"name":"p","protocol":"openai","status":"down"}` {
 		t.Fatalf("data port, open: %s", data)
 	}
-	mgmt, _ := json.Marshal(s.providerHealthOf(&p, true))
+	mgmt, _ := json.Marshal(s.providerHealthOf(&state{}, &p, true))
 	want := `{"name":"p","protocol":"openai","status":"down","successes":0,"failures":1,"last_failure_at":"2026-01-01T00:00:00Z",` +
 		`"circuit_breaker":{"state":"open","consecutive_failures":2,"opened_at":"2026-01-01T00:00:00Z","open_until":"2026-01-01T00:00:30Z",` +
 		`"failure_threshold":2,"cool_down_ms":30000,"half_open_probes":1}}`
@@ -487,12 +487,12 @@ func TestProviderHealthOf(t *testing.T) {
 		t.Fatalf("management port, open:\n%s\nwant\n%s", mgmt, want)
 	}
 	clk.Advance(30 * time.Second) // half-open: still down until a probe succeeds
-	if ph := s.providerHealthOf(&p, false); ph.Status != "down" {
+	if ph := s.providerHealthOf(&state{}, &p, false); ph.Status != "down" {
 		t.Fatalf("half-open is %s", ph.Status)
 	}
 	tk, _ := s.breakers.admit("p", false)
 	tk.report(verdictSuccess, "")
-	if ph := s.providerHealthOf(&p, false); ph.Status != "up" {
+	if ph := s.providerHealthOf(&state{}, &p, false); ph.Status != "up" {
 		t.Fatalf("closed again is %s", ph.Status)
 	}
 }

@@ -39,6 +39,7 @@ const (
 	failUpstreamAuth                 // upstream 401/403: the gateway's credential
 	failStatus                       // any other non-2xx; redirects are never followed
 	failCanceled                     // the client went away
+	failUnavailable                  // not called: the gateway could not read the provider's credential
 	numFailKinds
 )
 
@@ -118,6 +119,11 @@ var failures = [numFailKinds]failureRow{
 		before: answer{record: statusError, status: http.StatusBadGateway, typ: typeProvider, code: "upstream_rejected",
 			message: "provider {provider} answered HTTP {status}"}},
 	failCanceled: {outcome: usage.OutcomeCanceled, fallback: false, blame: false, before: clientGone, after: clientGone},
+	// Only the last route the alias may use ends on it: earlier ones are
+	// passed over. It is the gateway's configuration, not the provider's health.
+	failUnavailable: {outcome: usage.OutcomeUnavailable, fallback: true, blame: false, after: streamInterrupted,
+		before: answer{record: statusError, status: http.StatusServiceUnavailable, typ: typeProvider, code: "provider_unavailable",
+			message: "provider {provider} is unavailable: the gateway cannot read its credential; this is a gateway configuration problem"}},
 }
 
 // classify names an attempt's failure. The client going away explains any

@@ -100,7 +100,7 @@ func (s *Server) writeHealth(w http.ResponseWriter, r *http.Request, detail bool
 		t := st.loadedAt
 		out.Snapshot.Loaded, out.Snapshot.Version, out.Snapshot.LoadedAt = true, st.snap.Version, &t
 		for i := range st.snap.Providers {
-			ph := s.providerHealthOf(&st.snap.Providers[i], detail)
+			ph := s.providerHealthOf(st, &st.snap.Providers[i], detail)
 			if ph.Status == "down" && out.Status == "ok" {
 				out.Status = "degraded"
 			}

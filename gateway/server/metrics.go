@@ -20,6 +20,8 @@ type Metrics struct {
 	breakerState       *prometheus.GaugeVec
 	breakerTransitions *prometheus.CounterVec
 	breakerSkips       *prometheus.CounterVec
+
+	credentialUnavailable *prometheus.GaugeVec
 }
 
 // NewMetrics registers the series on reg (nil: an unregistered set, for tests).
@@ -43,10 +45,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Circuit breaker state changes by provider, from and to."}, []string{"provider", "from", "to"}),
 		breakerSkips: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmgw_provider_breaker_skipped_total",
 			Help: "Routes passed over because the provider's circuit breaker was open (or half-open with its probes out)."}, []string{"provider"}),
+		credentialUnavailable: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "llmgw_provider_credential_unavailable",
+			Help: "1 for each provider of the running snapshot whose credential the gateway cannot read (its routes are passed over)."}, []string{"provider"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.attempts, m.reloads, m.snapshotInfo, m.reloadFailing, m.inflight,
-			m.breakerState, m.breakerTransitions, m.breakerSkips)
+			m.breakerState, m.breakerTransitions, m.breakerSkips, m.credentialUnavailable)
 	}
 	return m
 }

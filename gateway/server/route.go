@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/gateway/provider"
 	"github.com/llmgw/llmgw/gateway/usage"
 )
 
@@ -25,6 +26,16 @@ func (x *exchange) route(ctx context.Context, attempt func(context.Context, snap
 		rt := a.Primary
 		if i > 0 {
 			rt = a.Fallbacks[i-1]
+		}
+		if _, down := x.st.unavailable[rt.Provider]; down {
+			// No credential, no call: pass it over like an open breaker,
+			// and end on it (recorded, never sent) when it is the last.
+			if i < last {
+				continue
+			}
+			f := &failure{kind: failUnavailable, route: rt, err: &provider.Error{StatusCode: http.StatusServiceUnavailable}}
+			x.addAttempt(rt, f, x.s.now(), nil)
+			return f
 		}
 		t, skip := x.s.breakers.admit(rt.Provider, i >= last)
 		if skip {

@@ -148,6 +148,7 @@ func TestFailureTable(t *testing.T) {
 		{failUpstreamAuth, usage.OutcomeStatus, true, 502, typeProvider, "upstream_auth_failed", "upstream_interrupted", statusPartial},
 		{failStatus, usage.OutcomeStatus, false, 502, typeProvider, "upstream_rejected", "upstream_interrupted", statusPartial},
 		{failCanceled, usage.OutcomeCanceled, false, 499, "client_canceled", "", "", statusCanceled},
+		{failUnavailable, usage.OutcomeUnavailable, false, 503, typeProvider, "provider_unavailable", "upstream_interrupted", statusPartial},
 	}
 	if len(tests) != int(numFailKinds) {
 		t.Fatalf("%d rows tested, %d kinds", len(tests), numFailKinds)

@@ -6,6 +6,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -67,6 +68,10 @@ type Server struct {
 	abuse       atomic.Pointer[abuseLimits]
 	gate        ledgerGate
 
+	// credKick wakes RetryCredentials when a state with unreadable
+	// credentials is published.
+	credKick chan struct{}
+
 	reloadMu      sync.Mutex
 	lastReloadErr string
 	lastReloadAt  time.Time
@@ -78,7 +83,8 @@ func New(opts Options) (*Server, error) {
 	if opts.Ledger == nil {
 		return nil, errors.New("server: a usage ledger is required")
 	}
-	s := &Server{ledger: opts.Ledger, log: opts.Logger, creds: opts.Credentials, metrics: opts.Metrics, now: time.Now, peers: opts.Peers}
+	s := &Server{ledger: opts.Ledger, log: opts.Logger, creds: opts.Credentials, metrics: opts.Metrics, now: time.Now, peers: opts.Peers,
+		credKick: make(chan struct{}, 1)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -105,14 +111,11 @@ func (s *Server) Apply(ctx context.Context, snap *snapshot.Snapshot) error {
 		s.clearReloadError()
 		return nil
 	}
-	var st *state
-	if err == nil {
-		st, err = s.buildState(ctx, snap)
-	}
 	if err != nil {
 		s.ReportReloadError(err)
 		return err
 	}
+	st := s.buildState(ctx, snap, s.state.Load())
 	s.breakers.sync(snap.Providers) // before the swap: every provider of st has its breaker
 	old := s.state.Swap(st)
 	s.clearReloadError()
@@ -127,6 +130,7 @@ func (s *Server) Apply(ctx context.Context, snap *snapshot.Snapshot) error {
 	if old == nil || old.snap.Version != snap.Version {
 		s.log.Info("snapshot applied", "version", snap.Version, "providers", len(snap.Providers), "aliases", len(snap.Aliases), "keys", len(snap.Keys))
 	}
+	s.credentialsChanged(old, st)
 	return nil
 }
 
@@ -140,14 +144,14 @@ func (s *Server) Refresh(ctx context.Context) error {
 	if cur == nil {
 		return nil
 	}
-	st, err := s.buildState(ctx, cur.snap)
-	if err != nil {
-		s.log.Error("refreshing provider credentials failed; keeping the current ones", "err", err)
-		return err
-	}
+	st := s.buildState(ctx, cur.snap, cur)
 	st.loadedAt = cur.loadedAt
 	if s.state.CompareAndSwap(cur, st) {
 		s.adapters.retain(st.adapters)
+		s.credentialsChanged(cur, st)
+	}
+	if n := len(st.unavailable); n > 0 {
+		return fmt.Errorf("%d provider credential(s) still cannot be read", n)
 	}
 	return nil
 }

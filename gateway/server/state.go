@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +30,11 @@ type state struct {
 	idx      *snapshot.Compiled
 	adapters map[string]provider.Adapter
 	loadedAt time.Time
+	// unavailable names the providers without an adapter because their
+	// credential could not be read, with the reason (logs and the management
+	// port only: it names Secrets and files). Routes to them are passed over;
+	// everything else in the snapshot is served.
+	unavailable map[string]string
 }
 
 // adapterCache keeps adapters (and so their connection pools) across reloads
@@ -88,9 +95,15 @@ func adapterID(cfg provider.Config) string {
 }
 
 // buildState resolves credentials and adapters for a validated snapshot.
-// Any failure leaves the running state untouched.
-func (s *Server) buildState(ctx context.Context, snap *snapshot.Snapshot) (*state, error) {
-	st := &state{snap: snap, idx: snapshot.Compile(snap), adapters: map[string]provider.Adapter{}, loadedAt: s.now()}
+// One provider whose credential cannot be read (a missing Secret or key, an
+// empty value, an unreadable file) does not block the rest: it is marked
+// unavailable, its aliases use their other routes, and RetryCredentials
+// tries again. When prev (the running state) has an adapter for the same
+// provider with the same credential reference, that adapter is kept instead:
+// a transient read failure never takes a working provider down.
+func (s *Server) buildState(ctx context.Context, snap *snapshot.Snapshot, prev *state) *state {
+	st := &state{snap: snap, idx: snapshot.Compile(snap), adapters: map[string]provider.Adapter{},
+		unavailable: map[string]string{}, loadedAt: s.now()}
 	for i := range snap.Providers {
 		p := &snap.Providers[i]
 		cfg := provider.Config{
@@ -100,23 +113,55 @@ func (s *Server) buildState(ctx context.Context, snap *snapshot.Snapshot) (*stat
 			ConnectTimeout:        ms(p.ConnectTimeoutMs),
 			ResponseHeaderTimeout: ms(p.ResponseHeaderTimeoutMs),
 		}
+		var err error
 		if p.Credential != nil {
-			if s.creds == nil {
-				return nil, fmt.Errorf("provider %s: has a credential reference but the gateway has no credential source", p.Name)
-			}
-			secret, err := s.creds.Resolve(ctx, p.Name, *p.Credential)
-			if err != nil {
-				return nil, fmt.Errorf("provider %s: credential: %w", p.Name, err)
-			}
-			cfg.Credential = secret
+			cfg.Credential, err = s.resolve(ctx, p)
 		}
-		a, err := s.adapters.get(cfg)
+		var a provider.Adapter
+		if err == nil {
+			a, err = s.adapters.get(cfg)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("provider %s: %w", p.Name, err)
+			if old, ok := prev.sameProvider(p); ok {
+				s.log.Warn("provider credential could not be read; keeping the last good one", "provider", p.Name, "err", err)
+				st.adapters[p.Name] = old
+				continue
+			}
+			st.unavailable[p.Name] = err.Error()
+			continue
 		}
 		st.adapters[p.Name] = a
 	}
-	return st, nil
+	return st
+}
+
+func (s *Server) resolve(ctx context.Context, p *snapshot.Provider) (string, error) {
+	if s.creds == nil {
+		return "", errors.New("has a credential reference but the gateway has no credential source")
+	}
+	secret, err := s.creds.Resolve(ctx, p.Name, *p.Credential)
+	if err != nil {
+		return "", fmt.Errorf("credential: %w", err)
+	}
+	return secret, nil
+}
+
+// sameProvider is the adapter st runs for a provider configured exactly like
+// p (credential reference included).
+func (st *state) sameProvider(p *snapshot.Provider) (provider.Adapter, bool) {
+	if st == nil {
+		return nil, false
+	}
+	a, ok := st.adapters[p.Name]
+	if !ok {
+		return nil, false
+	}
+	for i := range st.snap.Providers {
+		if q := &st.snap.Providers[i]; q.Name == p.Name {
+			return a, reflect.DeepEqual(q, p)
+		}
+	}
+	return nil, false
 }
 
 func ms(v int) time.Duration { return time.Duration(v) * time.Millisecond }

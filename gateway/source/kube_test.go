@@ -91,6 +91,7 @@ func TestKubernetesHotLoad(t *testing.T) {
 	snap := localstack.Demo(as.URL, bs.URL, keyA, keyB)
 	snap.Providers[1].Credential = &snapshot.Credential{SecretName: "beta-cred", SecretKey: "apiKey"}
 	snap.Keys[1].RateLimit = snapshot.RateLimit{RPM: 100000, Burst: 10000}
+	snap.Keys[0].RateLimit = snapshot.RateLimit{RPM: 100000, Burst: 10000} // polled while waiting for beta
 	putSnapshot(t, cs, ns, encode(t, snap))
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -119,25 +120,32 @@ func TestKubernetesHotLoad(t *testing.T) {
 		t.Helper()
 		return testutil.WaitServed(t, what, 10*time.Second, cond)
 	}
-	// The snapshot names a Secret that does not exist yet: the gateway is
-	// alive but not ready, and refuses chat with 503 not_ready.
-	waitServed("refusal reported", func() bool { return lastReloadError(base) != "" })
-	if c := httpStatus(t, base+"/healthz"); c != 200 {
-		t.Fatalf("/healthz before any snapshot: %d, want 200", c)
+	// The snapshot names a Secret that does not exist yet. One provider's
+	// credential does not block the rest: the snapshot runs, alpha serves,
+	// beta is down (503 provider_unavailable, no call), /health degraded.
+	waitServed("the snapshot, beta's Secret missing", func() bool { return chat(keyA, "chat-alpha") == 200 })
+	if c := httpStatus(t, base+"/readyz"); c != 200 {
+		t.Fatalf("/readyz with one provider's credential Secret missing: %d, want 200", c)
 	}
-	if c := httpStatus(t, base+"/readyz"); c != 503 {
-		t.Fatalf("/readyz with the credential Secret missing: %d, want 503", c)
+	// chat-beta falls back to alpha: beta is passed over without a call.
+	if c := chat(keyA, "chat-beta"); c != http.StatusOK {
+		t.Fatalf("chat-beta with its provider's credential Secret missing: %d, want 200 through its fallback", c)
 	}
-	if c := chat(keyA, "chat-alpha"); c != 503 {
-		t.Fatalf("chat with the credential Secret missing: %d, want 503", c)
+	if h := healthStatus(t, base); h != "degraded" {
+		t.Fatalf("/health with beta's credential Secret missing: %q, want degraded", h)
 	}
-	// Creating the Secret is enough: the refused snapshot is retried, with
-	// no ConfigMap or CR change.
+	// Creating the Secret is enough: the gateway retries the read with
+	// backoff, with no ConfigMap or CR change.
 	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "beta-cred"},
 		Data: map[string][]byte{"apiKey": []byte("stale-secret-before-rotation")}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitServed("first snapshot once its Secret exists", func() bool { return chat(keyA, "chat-alpha") == 200 })
+	// Beta is back in routing once the gateway has read it: the stale value
+	// makes the mock refuse it (502, no fallback on a credential rejection).
+	waitServed("beta once its Secret exists", func() bool { return chat(keyA, "chat-beta") == http.StatusBadGateway })
+	if h := healthStatus(t, base); h != "ok" {
+		t.Fatalf("/health once beta's Secret exists: %q, want ok", h)
+	}
 
 	// Mock beta rejects the stale Secret value (a gateway misconfiguration:
 	// 502, never 401); after rotating the Secret, the gateway injects the new

@@ -39,6 +39,9 @@ const (
 	OutcomeStreamError = "stream_error"
 	OutcomeCanceled    = "canceled"
 	OutcomeProtocol    = "protocol" // upstream answered with data the gateway could not read
+	// OutcomeUnavailable: the provider was not called because the gateway
+	// could not read its credential (the alias's last usable route).
+	OutcomeUnavailable = "unavailable"
 )
 
 // Errors callers can test with errors.Is.
