@@ -241,6 +241,15 @@ func Contract(target func() *Target) {
 				g.Expect(db.Total).To(Equal(int64(1)), "%s: beta calls %s", c.name, db)
 				g.Expect(db.ByStatus).To(Equal(map[string]int64{"200": 1}), "%s: beta calls %s", c.name, db)
 			}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+			// One success through alpha ends its run of failures: eight in a
+			// row would open its circuit breaker (default: after 5), and the
+			// later cases would find alpha passed over, not called.
+			ok, err := RawChat(ctx, t.Gateway, t.KeyAll, t.Fallback, t.prompt("alpha again", ""), false)
+			Expect(err).NotTo(HaveOccurred(), c.name)
+			t.SentAll.Add(Want{RequestID: ok.RequestID(), What: c.name + ": the success through alpha after it", Model: t.Fallback,
+				Status: "success", HTTPStatus: 200, Provider: "alpha", Fallbacks: 0})
+			Expect(ok.Status).To(Equal(http.StatusOK), "%s: the success through alpha after it: %s", c.name, ok)
+			Expect(ok.Provider()).To(Equal("alpha"), "%s: the success through alpha after it", c.name)
 		}
 	})
 
