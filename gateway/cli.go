@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmgw/llmgw/api/gatewaystatus"
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/gateway/peers"
 	"github.com/llmgw/llmgw/gateway/source"
@@ -40,10 +41,11 @@ func Main(ctx context.Context, args []string) error {
 	fs.StringVar(&ks.ConfigMap, "configmap", snapshot.DefaultConfigMapName, "with --kubernetes: name of the snapshot ConfigMap (data key "+snapshot.ConfigMapKey+")")
 	fs.DurationVar(&ks.CredentialRefresh, "credential-refresh", 30*time.Second, "with --kubernetes: how often provider credential Secrets are re-read (rotation without restart)")
 	fs.StringVar(&ks.Kubeconfig, "kubeconfig", "", "with --kubernetes: kubeconfig path (default $KUBECONFIG, ~/.kube/config, then in-cluster)")
+	fs.StringVar(&ks.StatusConfigMap, "status-configmap", gatewaystatus.DefaultConfigMapName, "with --kubernetes: ConfigMap this replica reports the snapshot version it runs into, under its --pod-name (the controller creates it; empty: no report)")
 	pc := peers.Config{}
 	fs.StringVar(&pc.Service, "peers-service", "", "headless Service of the gateway StatefulSet: GET /v1/usage then merges every replica's records (empty: this replica's only)")
 	fs.IntVar(&pc.Replicas, "replicas", 1, "with --peers-service: the StatefulSet's replica count (replicas 0..N-1 are expected; one that does not answer is reported missing)")
-	fs.StringVar(&pc.Self, "pod-name", envOr("POD_NAME", ""), "with --peers-service: this pod's name <statefulset>-<ordinal> (default $POD_NAME, else the hostname)")
+	fs.StringVar(&pc.Self, "pod-name", envOr("POD_NAME", ""), "this pod's name: with --kubernetes the key it reports under, with --peers-service <statefulset>-<ordinal> (default $POD_NAME, else the hostname)")
 	peerTokenFile := fs.String("peer-token-file", "", "file holding the token gateways present to each other on the management port's "+peers.Path+" (required with --peers-service)")
 	fs.IntVar(&cfg.ClientIPRPM, "ip-rpm", 600, "per-client-address limit on /v1/*, checked before authentication: requests per minute (token bucket refill); 0 disables")
 	fs.IntVar(&cfg.ClientIPBurst, "ip-burst", 100, "per-client-address limit: burst (token bucket capacity); 0 disables")
@@ -77,6 +79,9 @@ func Main(ctx context.Context, args []string) error {
 		return fmt.Errorf("--snapshot and --kubernetes are mutually exclusive")
 	case *kubeMode:
 		ks.Logger = log
+		if ks.PodName = pc.Self; ks.PodName == "" {
+			ks.PodName, _ = os.Hostname() // "" turns reporting off
+		}
 		if cfg.Source, err = source.NewKube(ks); err != nil {
 			return err
 		}

@@ -28,6 +28,10 @@ type KubeConfig struct {
 	// rotated credential is used without a restart (0: never).
 	CredentialRefresh time.Duration
 	Logger            *slog.Logger
+	// StatusConfigMap and PodName: where this replica reports the snapshot
+	// version it runs (report.go); either empty turns reporting off.
+	StatusConfigMap string
+	PodName         string
 }
 
 // Kube watches the snapshot ConfigMap through the API — not a mounted file,
@@ -88,6 +92,7 @@ func (k *Kube) Credentials() server.CredentialSource {
 // be unreachable for a while, and the process must serve its liveness probe
 // meanwhile. Until a valid snapshot applies, the sink answers 503 not_ready.
 func (k *Kube) Start(ctx context.Context, sink Sink) error {
+	sink = k.reporting(ctx, sink)
 	go func() {
 		if err := watch(ctx, k.client, k.cfg.Namespace, k.cfg.ConfigMap, func(s *snapshot.Snapshot) { k.apply(ctx, sink, s) }, sink.ReportReloadError); err != nil {
 			return // ctx ended before the first sync
