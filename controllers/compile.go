@@ -2,6 +2,9 @@ package controllers
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -33,11 +36,29 @@ type Inputs struct {
 	Limits snapshot.Limits
 }
 
-// Result is one object's Ready condition as Compile sees it.
-type Result struct {
-	Ready   bool   `json:"ready"`
+// Condition is one status condition as Compile decides it.
+type Condition struct {
+	Status  bool   `json:"status"`
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
+}
+
+// Result is what Compile decides about one object: its Accepted and
+// ResolvedRefs conditions and whether it is in the snapshot. Programmed is
+// decided later, from what the gateways report (programmed.go).
+type Result struct {
+	Accepted     Condition `json:"accepted"`
+	ResolvedRefs Condition `json:"resolvedRefs"`
+	// InSnapshot: the object is in the compiled snapshot, an alias perhaps
+	// through fewer routes than it lists.
+	InSnapshot bool `json:"inSnapshot"`
+	// Refused is set on a key the snapshot carries but the gateways answer
+	// 401 (Disabled, Expired): Ready is False with this reason.
+	Refused *Condition `json:"refused,omitempty"`
+	// Digest identifies the object's entry in the snapshot (set when
+	// InSnapshot): a gateway running a snapshot whose entry has the same
+	// digest serves the object as it is now.
+	Digest string `json:"-"`
 }
 
 // ProviderResult is a ProviderEndpoint's computed status.
@@ -89,14 +110,12 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 
 	providers := slices.Clone(in.Providers)
 	slices.SortFunc(providers, func(a, b v1alpha1.ProviderEndpoint) int { return cmp.Compare(a.Name, b.Name) })
-	known := map[string]bool{}
 	served := map[string]snapshot.Provider{}
 	for i := range providers {
 		pe := &providers[i]
-		known[pe.Name] = true
 		p, res := compileProvider(in, pe)
 		st.Providers[pe.Name] = res
-		if res.Ready {
+		if res.InSnapshot {
 			served[pe.Name] = p
 			snap.Providers = append(snap.Providers, p)
 		}
@@ -106,12 +125,14 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 	slices.SortFunc(aliases, func(a, b v1alpha1.ModelAlias) int { return olderFirst(&a.ObjectMeta, &b.ObjectMeta) })
 	owner := map[string]string{}
 	aliasServed := map[string]bool{}
+	aliasObject := map[string]string{} // public name → ModelAlias name
 	for i := range aliases {
 		ma := &aliases[i]
-		a, res := compileAlias(ma, known, served, owner)
+		a, res := compileAlias(ma, st.Providers, served, owner)
 		st.Aliases[ma.Name] = res
-		if res.Ready {
+		if res.InSnapshot {
 			aliasServed[a.Name] = true
+			aliasObject[a.Name] = ma.Name
 			snap.Aliases = append(snap.Aliases, a)
 		}
 	}
@@ -121,9 +142,9 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 	prefixOwner, hashOwner := map[string]string{}, map[string]string{}
 	for i := range keys {
 		gk := &keys[i]
-		k, res, ok := compileKey(in.Now, gk, aliasServed, prefixOwner, hashOwner)
+		k, res := compileKey(in.Now, gk, aliasServed, prefixOwner, hashOwner)
 		st.Keys[gk.Name] = res
-		if ok {
+		if res.InSnapshot {
 			snap.Keys = append(snap.Keys, k)
 		}
 		if e := gk.Spec.ExpiresAt; e != nil && e.After(in.Now) && (st.NextExpiry == nil || e.Time.Before(*st.NextExpiry)) {
@@ -136,7 +157,43 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 	// its own above, so an error here is a bug, and the reconciler (which
 	// encodes again) refuses to publish such a snapshot.
 	_, _ = snapshot.Encode(&snap)
+	setDigests(&snap, &st, aliasObject)
 	return snap, st
+}
+
+// setDigests records each served object's entry digest, from the normalized
+// snapshot (defaults filled), so that equal entries have equal digests.
+func setDigests(snap *snapshot.Snapshot, st *Statuses, aliasObject map[string]string) {
+	for i := range snap.Providers {
+		p := &snap.Providers[i]
+		res := st.Providers[p.Name]
+		res.Digest = digest(p)
+		st.Providers[p.Name] = res
+	}
+	for i := range snap.Aliases {
+		a := &snap.Aliases[i]
+		name := aliasObject[a.Name]
+		res := st.Aliases[name]
+		res.Digest = digest(a)
+		st.Aliases[name] = res
+	}
+	for i := range snap.Keys {
+		k := &snap.Keys[i]
+		res := st.Keys[k.ID]
+		res.Digest = digest(k)
+		st.Keys[k.ID] = res
+	}
+}
+
+// digest is a short content hash of one snapshot entry. 64 bits are plenty:
+// it only tells one object's successive versions apart.
+func digest(entry any) string {
+	b, err := json.Marshal(entry)
+	if err != nil {
+		return "" // never equal to a real digest: the object just stays Pending
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 // olderFirst orders by creation time, then name: the order in which objects
@@ -148,12 +205,12 @@ func olderFirst(a, b *metav1.ObjectMeta) int {
 	return cmp.Compare(a.Name, b.Name)
 }
 
-func ready(msg string) Result {
-	return Result{Ready: true, Reason: v1alpha1.ReasonCompiled, Message: msg}
+func isTrue(reason, format string, args ...any) Condition {
+	return Condition{Status: true, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-func notReady(reason, format string, args ...any) Result {
-	return Result{Reason: reason, Message: fmt.Sprintf(format, args...)}
+func isFalse(reason, format string, args ...any) Condition {
+	return Condition{Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
 func compileProvider(in Inputs, pe *v1alpha1.ProviderEndpoint) (snapshot.Provider, ProviderResult) {
@@ -169,6 +226,7 @@ func compileProvider(in Inputs, pe *v1alpha1.ProviderEndpoint) (snapshot.Provide
 	// BaseURL goes into the status only once validated: an invalid one may
 	// carry credentials (user:pass@host).
 	var res ProviderResult
+	res.Accepted = isTrue(v1alpha1.ReasonAccepted, "the spec is valid")
 	var errs []error
 	if t := s.Timeouts; t != nil {
 		errs = append(errs, setMs(&p.ConnectTimeoutMs, "timeouts.connect", t.Connect), setMs(&p.ResponseHeaderTimeoutMs, "timeouts.responseHeader", t.ResponseHeader))
@@ -182,36 +240,39 @@ func compileProvider(in Inputs, pe *v1alpha1.ProviderEndpoint) (snapshot.Provide
 		errs = append(errs, setMs(&p.CircuitBreaker.CoolDownMs, "circuitBreaker.coolDown", cb.CoolDown))
 	}
 	if err := errors.Join(errs...); err != nil {
-		res.Result = notReady(v1alpha1.ReasonInvalidSpec, "%v", err)
-		return p, res
+		res.Accepted = isFalse(v1alpha1.ReasonInvalidSpec, "%v", err)
 	}
+	res.ResolvedRefs = isTrue(v1alpha1.ReasonResolvedRefs, "no credential to resolve")
 	if c := s.Credential; c != nil {
 		ref := c.SecretRef
+		p.Credential = &snapshot.Credential{SecretName: ref.Name, SecretKey: ref.Key}
 		keys, found := in.Secrets[ref.Name]
 		switch {
 		case !found:
-			res.Result = notReady(v1alpha1.ReasonSecretNotFound, "Secret %q not found", ref.Name)
-			return p, res
+			res.ResolvedRefs = isFalse(v1alpha1.ReasonSecretNotFound, "Secret %q not found", ref.Name)
 		case !slices.Contains(keys, ref.Key):
-			res.Result = notReady(v1alpha1.ReasonSecretKeyNotFound, "Secret %q has no key %q", ref.Name, ref.Key)
-			return p, res
+			res.ResolvedRefs = isFalse(v1alpha1.ReasonSecretKeyNotFound, "Secret %q has no key %q", ref.Name, ref.Key)
+		default:
+			res.ResolvedRefs = isTrue(v1alpha1.ReasonResolvedRefs, "Secret %q has key %q", ref.Name, ref.Key)
 		}
-		p.Credential = &snapshot.Credential{SecretName: ref.Name, SecretKey: ref.Key}
 	}
-	// The snapshot's own rules (URL shape, plaintext keys, bounds) are the
-	// final word: CEL mirrors most of them, but the gateway trusts only these.
-	trial := snapshot.Snapshot{Providers: []snapshot.Provider{p}}
-	trial.Normalize()
-	if err := trial.Validate(); err != nil {
-		res.Result = notReady(v1alpha1.ReasonInvalidSpec, "%s", oneLine(err))
-		return p, res
+	if res.Accepted.Status {
+		// The snapshot's own rules (URL shape, plaintext keys, bounds) are the
+		// final word: CEL mirrors most of them, but the gateway trusts only these.
+		trial := snapshot.Snapshot{Providers: []snapshot.Provider{p}}
+		trial.Normalize()
+		if err := trial.Validate(); err != nil {
+			res.Accepted = isFalse(v1alpha1.ReasonInvalidSpec, "%s", oneLine(err))
+		} else {
+			res.BaseURL = p.BaseURL
+			res.Accepted.Message = "the gateways call " + p.BaseURL
+		}
 	}
-	res.BaseURL = p.BaseURL
-	res.Result = ready("serving " + p.BaseURL)
+	res.InSnapshot = res.Accepted.Status && res.ResolvedRefs.Status
 	return p, res
 }
 
-func compileAlias(ma *v1alpha1.ModelAlias, known map[string]bool, served map[string]snapshot.Provider, owner map[string]string) (snapshot.Alias, AliasResult) {
+func compileAlias(ma *v1alpha1.ModelAlias, providers map[string]ProviderResult, served map[string]snapshot.Provider, owner map[string]string) (snapshot.Alias, AliasResult) {
 	s := ma.Spec
 	name := cmp.Or(s.Alias, ma.Name)
 	a := snapshot.Alias{
@@ -221,81 +282,147 @@ func compileAlias(ma *v1alpha1.ModelAlias, known map[string]bool, served map[str
 	for _, f := range s.Fallbacks {
 		a.Fallbacks = append(a.Fallbacks, snapshot.Route{Provider: f.Provider, Model: f.Model})
 	}
+	// maxFallbacks is a cap: never more fallbacks than are listed (the CRD
+	// defaults it to 1 whether or not there are any).
+	limit := snapshot.DefaultMaxFallbacks
 	if s.MaxFallbacks != nil {
-		n := int(*s.MaxFallbacks)
-		a.MaxFallbacks = &n
+		limit = int(*s.MaxFallbacks)
 	}
-	res := AliasResult{Alias: keyformat.Redact(name), Primary: routeString(a.Primary), Fallback: routesString(allowedFallbacks(a))}
-
-	if prev, taken := owner[name]; taken {
-		res.Result = notReady(v1alpha1.ReasonAliasConflict, "alias %q is already served by ModelAlias %q (the older one wins)", keyformat.Redact(name), prev)
-		return a, res
-	}
-	owner[name] = ma.Name
-
-	var errs []error
-	if t := s.Timeouts; t != nil {
-		errs = append(errs,
-			setMs(&a.Timeouts.TotalMs, "timeouts.total", t.Total),
-			setMs(&a.Timeouts.AttemptMs, "timeouts.attempt", t.Attempt),
-			setMs(&a.Timeouts.FirstChunkMs, "timeouts.firstChunk", t.FirstChunk),
-			setMs(&a.Timeouts.IdleMs, "timeouts.idle", t.Idle))
-	}
-	if err := errors.Join(errs...); err != nil {
-		res.Result = notReady(v1alpha1.ReasonInvalidSpec, "%v", err)
-		return a, res
-	}
-	// A short total with the attempt left unset means "one attempt may use it
-	// all", not "invalid because the default attempt is longer".
-	if a.Timeouts.AttemptMs == 0 && a.Timeouts.TotalMs > 0 {
-		a.Timeouts.AttemptMs = min(a.Timeouts.TotalMs, snapshot.DefaultAttemptMs)
-	}
-
 	routes := append([]snapshot.Route{a.Primary}, a.Fallbacks...)
-	var missing, unready []string
-	trial := snapshot.Snapshot{Aliases: []snapshot.Alias{a}}
-	for _, r := range routes {
-		p, ok := served[r.Provider]
+	res := AliasResult{Alias: keyformat.Redact(name), Primary: routeString(a.Primary), Fallback: routesString(a.Fallbacks[:min(max(limit, 0), len(a.Fallbacks))])}
+
+	// Accepted: the alias on its own, as if every provider it names existed.
+	res.Accepted = isTrue(v1alpha1.ReasonAccepted, "alias %q is valid", keyformat.Redact(name))
+	if err := aliasTimeouts(&a, s.Timeouts); err != nil {
+		res.Accepted = isFalse(v1alpha1.ReasonInvalidSpec, "%v", err)
+	} else {
+		n := min(max(limit, 0), len(a.Fallbacks))
+		a.MaxFallbacks = &n
+		trial := snapshot.Snapshot{Aliases: []snapshot.Alias{a}}
+		for _, r := range routes {
+			if !slices.ContainsFunc(trial.Providers, func(q snapshot.Provider) bool { return q.Name == r.Provider }) {
+				trial.Providers = append(trial.Providers, snapshot.Provider{Name: r.Provider, Protocol: snapshot.ProtocolOpenAI, BaseURL: "http://provider.invalid"})
+			}
+		}
+		trial.Normalize()
+		if err := trial.Validate(); err != nil {
+			res.Accepted = isFalse(v1alpha1.ReasonInvalidSpec, "%s", oneLine(err))
+		}
+	}
+	// Only a valid alias claims its public name: an invalid older one must
+	// not keep a valid newer one from being served.
+	if res.Accepted.Status {
+		if prev, taken := owner[name]; taken {
+			res.Accepted = isFalse(v1alpha1.ReasonAliasConflict, "alias %q is already claimed by the older ModelAlias %q", keyformat.Redact(name), prev)
+		} else {
+			owner[name] = ma.Name
+		}
+	}
+
+	// ResolvedRefs: which routes have a served provider. The alias is served
+	// through those that do, in their configured order; a broken fallback (or
+	// primary) must not take the working routes down with it.
+	var working []snapshot.Route
+	var problems []string
+	missing := false
+	for i, r := range routes {
+		if _, ok := served[r.Provider]; ok {
+			working = append(working, r)
+			continue
+		}
+		role := "primary"
+		if i > 0 {
+			role = fmt.Sprintf("fallback %d", i)
+		}
+		pr, known := providers[r.Provider]
 		switch {
-		case !known[r.Provider]:
-			missing = appendUnique(missing, r.Provider)
-		case !ok:
-			unready = appendUnique(unready, r.Provider)
-		case !slices.ContainsFunc(trial.Providers, func(q snapshot.Provider) bool { return q.Name == p.Name }):
+		case !known:
+			missing = true
+			problems = append(problems, fmt.Sprintf("%s %s: ProviderEndpoint %q not found", role, routeString(r), r.Provider))
+		default:
+			problems = append(problems, fmt.Sprintf("%s %s: ProviderEndpoint %q is not ready (%s)", role, routeString(r), r.Provider, notReadyReason(pr.Result)))
+		}
+	}
+	reason := v1alpha1.ReasonProviderNotReady
+	if missing {
+		reason = v1alpha1.ReasonProviderNotFound
+	}
+	switch {
+	case len(problems) == 0:
+		res.ResolvedRefs = isTrue(v1alpha1.ReasonResolvedRefs, "every route's ProviderEndpoint is ready")
+	case len(working) > 0:
+		res.ResolvedRefs = isFalse(reason, "%s; the alias is served through the other %d of its %d routes", strings.Join(problems, "; "), len(working), len(routes))
+	default:
+		res.ResolvedRefs = isFalse(reason, "%s; no route works, so the alias is not served", strings.Join(problems, "; "))
+	}
+	if !res.Accepted.Status || len(working) == 0 {
+		return a, res
+	}
+
+	a.Primary, a.Fallbacks = working[0], working[1:]
+	n := min(max(limit, 0), len(a.Fallbacks))
+	a.MaxFallbacks = &n
+	trial := snapshot.Snapshot{Aliases: []snapshot.Alias{a}}
+	for _, r := range working {
+		if p := served[r.Provider]; !slices.ContainsFunc(trial.Providers, func(q snapshot.Provider) bool { return q.Name == p.Name }) {
 			trial.Providers = append(trial.Providers, p)
 		}
 	}
-	// Strict on purpose: serving an alias without one of its fallbacks would
-	// quietly change its failure behaviour; a clear condition is better.
-	switch {
-	case len(missing) > 0:
-		res.Result = notReady(v1alpha1.ReasonProviderNotFound, "ProviderEndpoint %s not found", quoteList(missing))
-		return a, res
-	case len(unready) > 0:
-		res.Result = notReady(v1alpha1.ReasonProviderNotReady, "ProviderEndpoint %s not ready", quoteList(unready))
-		return a, res
-	}
 	trial.Normalize()
 	if err := trial.Validate(); err != nil {
-		res.Result = notReady(v1alpha1.ReasonInvalidSpec, "%s", oneLine(err))
+		// The checks above with stand-in providers passed, so this is a bug;
+		// say so rather than publish a snapshot every gateway refuses.
+		res.Accepted = isFalse(v1alpha1.ReasonInvalidSpec, "%s", oneLine(err))
 		return a, res
 	}
-	n := trial.Aliases[0]
-	res.Fallback = routesString(n.AllowedFallbacks())
-	for _, r := range append([]snapshot.Route{n.Primary}, n.AllowedFallbacks()...) {
+	served0 := trial.Aliases[0]
+	for _, r := range append([]snapshot.Route{served0.Primary}, served0.AllowedFallbacks()...) {
 		res.Routes = append(res.Routes, v1alpha1.ResolvedRoute{Provider: r.Provider, Model: keyformat.Redact(r.Model), BaseURL: served[r.Provider].BaseURL})
 	}
-	res.Result = ready(fmt.Sprintf("serving alias %q", keyformat.Redact(name)))
+	res.InSnapshot = true
 	return a, res
 }
 
-func compileKey(now time.Time, gk *v1alpha1.GatewayKey, aliases map[string]bool, prefixOwner, hashOwner map[string]string) (snapshot.Key, KeyResult, bool) {
+// aliasTimeouts copies the timeouts into a. Every timeout is bounded by the
+// total deadline anyway, so an attempt longer than total is cut to it (the
+// CRD defaults attempt to 20s whatever total is), and a short total with
+// the attempt unset means "one attempt may use it all".
+func aliasTimeouts(a *snapshot.Alias, t *v1alpha1.AliasTimeouts) error {
+	if t == nil {
+		return nil
+	}
+	err := errors.Join(
+		setMs(&a.Timeouts.TotalMs, "timeouts.total", t.Total),
+		setMs(&a.Timeouts.AttemptMs, "timeouts.attempt", t.Attempt),
+		setMs(&a.Timeouts.FirstChunkMs, "timeouts.firstChunk", t.FirstChunk),
+		setMs(&a.Timeouts.IdleMs, "timeouts.idle", t.Idle))
+	if err != nil {
+		return err
+	}
+	total := cmp.Or(a.Timeouts.TotalMs, snapshot.DefaultTotalMs)
+	attempt := cmp.Or(a.Timeouts.AttemptMs, snapshot.DefaultAttemptMs)
+	if attempt > total {
+		a.Timeouts.AttemptMs = total
+	}
+	return nil
+}
+
+// notReadyReason is why a provider is not in the snapshot.
+func notReadyReason(r Result) string {
+	if !r.Accepted.Status {
+		return r.Accepted.Reason
+	}
+	return r.ResolvedRefs.Reason
+}
+
+func compileKey(now time.Time, gk *v1alpha1.GatewayKey, aliases map[string]bool, prefixOwner, hashOwner map[string]string) (snapshot.Key, KeyResult) {
 	s := gk.Spec
 	k := snapshot.Key{
 		ID:       gk.Name,
 		Prefix:   s.KeyPrefix,
 		Hash:     s.KeyHash,
 		Disabled: s.Disabled,
+		Models:   slices.Clone(s.Models),
 	}
 	if s.RateLimit != nil {
 		k.RateLimit = snapshot.RateLimit{RPM: int(s.RateLimit.RequestsPerMinute), Burst: int(s.RateLimit.Burst)}
@@ -308,51 +435,55 @@ func compileKey(now time.Time, gk *v1alpha1.GatewayKey, aliases map[string]bool,
 	if keyformat.ValidHash(s.KeyHash) {
 		res.Fingerprint = keyformat.Fingerprint(s.KeyHash)
 	}
-	// Models naming aliases that are not served are dropped from this key's
-	// entry (the snapshot refuses dangling names); requests for them fail as
-	// unknown models either way, and they come back when the alias does.
-	var dropped []string
-	for _, m := range s.Models {
+
+	// Accepted: the key on its own, then its claim on prefix and hash (only
+	// valid keys claim, the older first).
+	res.Accepted = isTrue(v1alpha1.ReasonAccepted, "the key is valid")
+	k.Normalize()
+	if err := snapshot.ValidateKey(&k); err != nil {
+		res.Accepted = isFalse(v1alpha1.ReasonInvalidSpec, "%s", oneLine(err))
+	} else if prev, taken := prefixOwner[k.Prefix]; taken {
+		res.Accepted = isFalse(v1alpha1.ReasonKeyConflict, "keyPrefix is already used by the older GatewayKey %q", prev)
+	} else if prev, taken := hashOwner[k.Hash]; taken {
+		res.Accepted = isFalse(v1alpha1.ReasonKeyConflict, "keyHash is already used by the older GatewayKey %q", prev)
+	} else {
+		prefixOwner[k.Prefix], hashOwner[k.Hash] = gk.Name, gk.Name
+	}
+
+	// ResolvedRefs: models naming aliases that are not served are left out of
+	// this key's entry (the snapshot refuses dangling names); requests for
+	// them fail as unknown models either way, and they come back when the
+	// alias does. The key itself stays as long as one model is served.
+	var servedModels, dropped []string
+	for _, m := range k.Models {
 		if m == snapshot.AllModels || aliases[m] {
-			k.Models = append(k.Models, m)
+			servedModels = append(servedModels, m)
 		} else {
 			dropped = append(dropped, m)
 		}
 	}
-	if len(k.Models) == 0 {
-		res.Result = notReady(v1alpha1.ReasonAliasNotFound, "none of the key's models is served: %s", quoteList(dropped))
-		return k, res, false
-	}
-	k.Normalize()
-	if err := snapshot.ValidateKey(&k); err != nil {
-		res.Result = notReady(v1alpha1.ReasonInvalidSpec, "%s", oneLine(err))
-		return k, res, false
-	}
-	if prev, taken := prefixOwner[k.Prefix]; taken {
-		res.Result = notReady(v1alpha1.ReasonKeyConflict, "keyPrefix is already used by GatewayKey %q (the older one wins)", prev)
-		return k, res, false
-	}
-	if prev, taken := hashOwner[k.Hash]; taken {
-		res.Result = notReady(v1alpha1.ReasonKeyConflict, "keyHash is already used by GatewayKey %q (the older one wins)", prev)
-		return k, res, false
-	}
-	prefixOwner[k.Prefix], hashOwner[k.Hash] = gk.Name, gk.Name
-
-	var note string
-	if len(dropped) > 0 {
-		note = "; models not served: " + quoteList(dropped)
-	}
 	switch {
-	case s.Disabled:
-		res.Result = notReady(v1alpha1.ReasonDisabled, "key is disabled: the gateway refuses it%s", note)
-	case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
-		res.Result = notReady(v1alpha1.ReasonExpired, "key expired at %s: the gateway refuses it%s", k.ExpiresAt.Format(time.RFC3339), note)
+	case len(dropped) == 0:
+		res.ResolvedRefs = isTrue(v1alpha1.ReasonResolvedRefs, "every model names a served alias")
+	case len(servedModels) > 0:
+		res.ResolvedRefs = isFalse(v1alpha1.ReasonAliasNotFound, "no served alias for %s; the key works for its other models", quoteList(dropped))
 	default:
-		res.Result = ready("key is served" + note)
+		res.ResolvedRefs = isFalse(v1alpha1.ReasonAliasNotFound, "none of the key's models is served: %s; the key is left out of the snapshot until one is", quoteList(dropped))
+	}
+	k.Models = servedModels
+	res.InSnapshot = res.Accepted.Status && len(servedModels) > 0
+	if !res.InSnapshot {
+		return k, res
 	}
 	// Disabled and expired keys stay in the snapshot: the gateway can tell a
 	// refused key from an unknown one in its logs and usage records.
-	return k, res, true
+	switch {
+	case s.Disabled:
+		res.Refused = &Condition{Reason: v1alpha1.ReasonDisabled, Message: "the key is disabled: the gateways answer 401 key_disabled"}
+	case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
+		res.Refused = &Condition{Reason: v1alpha1.ReasonExpired, Message: fmt.Sprintf("the key expired at %s: the gateways answer 401 key_expired", k.ExpiresAt.Format(time.RFC3339))}
+	}
+	return k, res
 }
 
 func setMs(dst *int, field string, d v1alpha1.Duration) error {
@@ -366,8 +497,6 @@ func setMs(dst *int, field string, d v1alpha1.Duration) error {
 	*dst = ms
 	return nil
 }
-
-func allowedFallbacks(a snapshot.Alias) []snapshot.Route { return a.AllowedFallbacks() }
 
 // routeString redacts because a model name is free text and a pasted key must
 // not reach a status.

@@ -354,3 +354,95 @@ func samplePaths() ([]string, error) {
 	}
 	return append(paths, "testdata/samples/mock-beta-upstream.yaml"), nil
 }
+
+// TestCompileOneBadObject: a broken route, a broken alias or an invalid
+// older alias degrades only what depends on it (testdata/degraded.yaml; the
+// golden files hold the whole picture, this names the promises).
+func TestCompileOneBadObject(t *testing.T) {
+	in := loadInputs(t, "testdata/degraded.yaml")
+	snap, st := Compile(in)
+	aliases := map[string]snapshot.Alias{}
+	for _, a := range snap.Aliases {
+		aliases[a.Name] = a
+	}
+	keys := map[string]snapshot.Key{}
+	for _, k := range snap.Keys {
+		keys[k.ID] = k
+	}
+	route := func(p, m string) snapshot.Route { return snapshot.Route{Provider: p, Model: m} }
+	cases := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"a missing fallback: served through the primary and the working fallback",
+			[]any{aliases["broken-fallback"].Primary, aliases["broken-fallback"].Fallbacks}, []any{route("alpha", "a1"), []snapshot.Route{route("beta", "b1")}}},
+		{"its status: accepted, refs not resolved, in the snapshot",
+			[]any{st.Aliases["broken-fallback"].Accepted.Status, st.Aliases["broken-fallback"].ResolvedRefs.Reason, st.Aliases["broken-fallback"].InSnapshot}, []any{true, v1alpha1.ReasonProviderNotFound, true}},
+		{"a primary whose provider is not ready: the first working fallback takes over",
+			[]any{aliases["broken-primary"].Primary, aliases["broken-primary"].Fallbacks, *aliases["broken-primary"].MaxFallbacks}, []any{route("beta", "b1"), []snapshot.Route{route("alpha", "a1")}, 1}},
+		{"its reason", st.Aliases["broken-primary"].ResolvedRefs.Reason, v1alpha1.ReasonProviderNotReady},
+		{"no route works: not served", st.Aliases["all-broken"].InSnapshot, false},
+		{"a key listing only a degraded alias is served", keys["only-degraded"].Models, []string{"broken-fallback"}},
+		{"a key listing a broken alias keeps its working one", keys["promoted"].Models, []string{"broken-primary"}},
+		{"and says which one does not resolve", st.Keys["promoted"].ResolvedRefs.Reason, v1alpha1.ReasonAliasNotFound},
+		{"an invalid older alias claims nothing: the valid newer one serves the name", aliases["shared"].Primary, route("beta", "b2")},
+		{"the invalid one is InvalidSpec, not a conflict winner", st.Aliases["shared-invalid"].Accepted.Reason, v1alpha1.ReasonInvalidSpec},
+		{"the valid one is accepted", st.Aliases["shared-valid"].Accepted.Reason, v1alpha1.ReasonAccepted},
+		{"its key is served", keys["shared-user"].Models, []string{"shared"}},
+		{"a valid older alias keeps its name while its routes are down", st.Aliases["held-newer"].Accepted.Reason, v1alpha1.ReasonAliasConflict},
+	}
+	for _, c := range cases {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s: got %#v, want %#v", c.name, c.got, c.want)
+		}
+	}
+	if _, ok := aliases["held"]; ok {
+		t.Errorf("alias held is served, but neither of its claimants can serve it")
+	}
+}
+
+// TestCompileDigests: an object's digest changes exactly when its entry in
+// the snapshot does, so Programmed can follow one object through versions.
+func TestCompileDigests(t *testing.T) {
+	in := loadInputs(t, "testdata/degraded.yaml")
+	_, st := Compile(in)
+	for kind, rs := range map[string]map[string]Result{"alias": resultsOf(st.Aliases), "key": resultsOf(st.Keys), "provider": resultsOf(st.Providers)} {
+		for name, r := range rs {
+			if r.InSnapshot != (r.Digest != "") {
+				t.Errorf("%s %s: inSnapshot %v but digest %q", kind, name, r.InSnapshot, r.Digest)
+			}
+		}
+	}
+	changed := deepCopyInputs(in)
+	for i := range changed.Keys {
+		if changed.Keys[i].Name == "promoted" {
+			changed.Keys[i].Spec.Disabled = true
+		}
+	}
+	// A label is no change to the snapshot.
+	changed.Aliases[0].Labels = map[string]string{"team": "x"}
+	_, st2 := Compile(changed)
+	for name, r := range st.Keys {
+		if same := r.Digest == st2.Keys[name].Digest; same != (name != "promoted") {
+			t.Errorf("key %s: digest %q → %q", name, r.Digest, st2.Keys[name].Digest)
+		}
+	}
+	for name, r := range st.Aliases {
+		if r.Digest != st2.Aliases[name].Digest {
+			t.Errorf("alias %s: digest changed without a snapshot change", name)
+		}
+	}
+}
+
+func resultsOf[T interface{ result() Result }](m map[string]T) map[string]Result {
+	out := map[string]Result{}
+	for k, v := range m {
+		out[k] = v.result()
+	}
+	return out
+}
+
+func (r ProviderResult) result() Result { return r.Result }
+func (r AliasResult) result() Result    { return r.Result }
+func (r KeyResult) result() Result      { return r.Result }

@@ -59,14 +59,16 @@ func aliasNames(s *snapshot.Snapshot) []string {
 	return n
 }
 
-func readyOf(obj client.Object, conds func() []metav1.Condition) func() string {
+// conditionOf reads obj and returns its condition typ as "Status/Reason",
+// or why it cannot: missing, or describing an older generation.
+func conditionOf(obj client.Object, conds func() []metav1.Condition, typ string) func() string {
 	return func() string {
 		if err := k8sClient.Get(suiteCtx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return "get: " + err.Error()
 		}
-		c := meta.FindStatusCondition(conds(), v1alpha1.ConditionReady)
+		c := meta.FindStatusCondition(conds(), typ)
 		if c == nil {
-			return "no Ready condition"
+			return "no " + typ + " condition"
 		}
 		if c.ObservedGeneration != obj.GetGeneration() {
 			return fmt.Sprintf("stale: observed %d, generation %d", c.ObservedGeneration, obj.GetGeneration())
@@ -75,20 +77,33 @@ func readyOf(obj client.Object, conds func() []metav1.Condition) func() string {
 	}
 }
 
-func aliasReady(ns, name string) func() string {
+func aliasCond(ns, name, typ string) func() string {
 	o := &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	return readyOf(o, func() []metav1.Condition { return o.Status.Conditions })
+	return conditionOf(o, func() []metav1.Condition { return o.Status.Conditions }, typ)
 }
 
-func providerReady(ns, name string) func() string {
+func providerCond(ns, name, typ string) func() string {
 	o := &v1alpha1.ProviderEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	return readyOf(o, func() []metav1.Condition { return o.Status.Conditions })
+	return conditionOf(o, func() []metav1.Condition { return o.Status.Conditions }, typ)
 }
 
-func keyReady(ns, name string) func() string {
+func keyCond(ns, name, typ string) func() string {
 	o := &v1alpha1.GatewayKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	return readyOf(o, func() []metav1.Condition { return o.Status.Conditions })
+	return conditionOf(o, func() []metav1.Condition { return o.Status.Conditions }, typ)
 }
+
+// The Ready condition. This suite runs no gateway (programmed_envtest_test.go
+// plays gateway Pods): an object that is compiled into the snapshot is
+// Ready=Unknown/NoGateways here, one that is not says why with False.
+func aliasReady(ns, name string) func() string { return aliasCond(ns, name, v1alpha1.ConditionReady) }
+func providerReady(ns, name string) func() string {
+	return providerCond(ns, name, v1alpha1.ConditionReady)
+}
+func keyReady(ns, name string) func() string { return keyCond(ns, name, v1alpha1.ConditionReady) }
+
+// inSnapshot is Ready for an object compiled into the snapshot while no
+// gateway runs.
+const inSnapshot = "Unknown/NoGateways"
 
 const eventually = 20 * time.Second
 
@@ -104,18 +119,18 @@ var _ = Describe("snapshot controller", func() {
 		DeferCleanup(func() { stop() })
 	})
 
-	It("publishes the samples and marks every object Ready with observedGeneration", func() {
+	It("publishes the samples, accepts every object and says no gateway serves them, with observedGeneration", func() {
 		apply(k8sClient, samplesYAML(), ns)
 		Eventually(func() []string { return aliasNames(published(ns)) }, eventually).
 			Should(Equal([]string{"chat-alpha", "chat-beta", "chat-restricted"}))
 		for _, n := range []string{"alpha", "beta"} {
-			Eventually(providerReady(ns, n), eventually).Should(Equal("True/Compiled"))
+			Eventually(providerReady(ns, n), eventually).Should(Equal(inSnapshot))
 		}
 		for _, n := range []string{"chat-alpha", "chat-beta", "chat-restricted"} {
-			Eventually(aliasReady(ns, n), eventually).Should(Equal("True/Compiled"))
+			Eventually(aliasReady(ns, n), eventually).Should(Equal(inSnapshot))
 		}
 		for _, n := range []string{"team-a", "team-restricted"} {
-			Eventually(keyReady(ns, n), eventually).Should(Equal("True/Compiled"))
+			Eventually(keyReady(ns, n), eventually).Should(Equal(inSnapshot))
 		}
 		s := published(ns)
 		Expect(s.Providers).To(HaveLen(2))
@@ -139,25 +154,47 @@ var _ = Describe("snapshot controller", func() {
 		Expect(cm.ManagedFields).To(ContainElement(HaveField("Manager", FieldOwner)))
 	})
 
-	It("shows alias, primary, fallback and Ready in kubectl get modelaliases", func() {
+	It("shows alias, primary, fallback and the conditions in kubectl get of each kind, Ready and its reason in -o wide", func() {
 		apply(k8sClient, samplesYAML(), ns)
-		Eventually(aliasReady(ns, "chat-restricted"), eventually).Should(Equal("True/Compiled"))
+		Eventually(aliasReady(ns, "chat-restricted"), eventually).Should(Equal(inSnapshot))
+		Eventually(keyReady(ns, "team-restricted"), eventually).Should(Equal(inSnapshot))
 		cs := kubernetes.NewForConfigOrDie(cfg)
-		raw, err := cs.RESTClient().Get().AbsPath("/apis/llmgw.dev/v1alpha1/namespaces", ns, "modelaliases").
-			SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(suiteCtx)
-		Expect(err).NotTo(HaveOccurred())
-		var table metav1.Table
-		Expect(json.Unmarshal(raw, &table)).To(Succeed())
-		var cols []string
-		for _, c := range table.ColumnDefinitions {
-			if c.Priority == 0 {
-				cols = append(cols, c.Name)
+		table := func(plural string) (cols, wide []string, rows [][]any) {
+			raw, err := cs.RESTClient().Get().AbsPath("/apis/llmgw.dev/v1alpha1/namespaces", ns, plural).
+				SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(suiteCtx)
+			Expect(err).NotTo(HaveOccurred())
+			var t metav1.Table
+			Expect(json.Unmarshal(raw, &t)).To(Succeed())
+			for _, c := range t.ColumnDefinitions {
+				if c.Priority == 0 {
+					cols = append(cols, c.Name)
+				} else {
+					wide = append(wide, c.Name)
+				}
 			}
+			for _, r := range t.Rows {
+				rows = append(rows, r.Cells)
+			}
+			return cols, wide, rows
 		}
-		Expect(cols).To(Equal([]string{"Name", "Alias", "Primary", "Fallback", "Ready", "Age"}))
-		Expect(table.Rows).To(HaveLen(3))
-		Expect(table.Rows[0].Cells[:5]).To(Equal([]any{"chat-alpha", "chat-alpha", "alpha/alpha-large", "beta/beta-large", "True"}))
-		Expect(table.Rows[2].Cells[:5]).To(Equal([]any{"chat-restricted", "chat-restricted", "alpha/alpha-small", nil, "True"}))
+		cols, wide, rows := table("modelaliases")
+		Expect(cols).To(Equal([]string{"Name", "Alias", "Primary", "Fallback", "Accepted", "ResolvedRefs", "Programmed", "Age"}))
+		Expect(wide).To(Equal([]string{"Ready", "Reason"}))
+		Expect(rows).To(HaveLen(3))
+		// Cells are in column order, the wide ones (Ready, Reason) before Age.
+		Expect(rows[0][:9]).To(Equal([]any{"chat-alpha", "chat-alpha", "alpha/alpha-large", "beta/beta-large", "True", "True", "Unknown", "Unknown", "NoGateways"}))
+		Expect(rows[2][:9]).To(Equal([]any{"chat-restricted", "chat-restricted", "alpha/alpha-small", nil, "True", "True", "Unknown", "Unknown", "NoGateways"}))
+
+		cols, wide, rows = table("gatewaykeys")
+		Expect(cols).To(Equal([]string{"Name", "Prefix", "Fingerprint", "Disabled", "Expires", "Accepted", "ResolvedRefs", "Programmed", "Age"}))
+		Expect(wide).To(Equal([]string{"Ready", "Reason"}))
+		// Disabled is false, not blank: the schema defaults it.
+		Expect(rows[0][3]).To(BeFalse())
+		Expect(rows[0][5:8]).To(Equal([]any{"True", "True", "Unknown"}))
+
+		cols, wide, _ = table("providerendpoints")
+		Expect(cols).To(Equal([]string{"Name", "Protocol", "URL", "Accepted", "ResolvedRefs", "Programmed", "Age"}))
+		Expect(wide).To(Equal([]string{"Ready", "Reason"}))
 	})
 
 	It("follows create, update and delete of each kind", func() {
@@ -182,7 +219,7 @@ spec:
 			}
 			return nil
 		}, eventually).Should(Equal([]snapshot.Route{{Provider: "beta", Model: "beta-small"}}))
-		Eventually(aliasReady(ns, "chat-restricted"), eventually).Should(Equal("True/Compiled"))
+		Eventually(aliasReady(ns, "chat-restricted"), eventually).Should(Equal(inSnapshot))
 
 		By("creating a ModelAlias with an explicit public name")
 		apply(k8sClient, `
@@ -223,17 +260,29 @@ spec: {protocol: anthropic, url: "http://127.0.0.1:9999"}`, ns)
 			}
 			return snapshot.Key{}
 		}, eventually).Should(And(HaveField("Disabled", true), HaveField("RateLimit", snapshot.RateLimit{RPM: 5, Burst: 1})))
-		Eventually(keyReady(ns, "team-a"), eventually).Should(Equal("False/Disabled"))
+		Eventually(keyCond(ns, "team-a", v1alpha1.ConditionAccepted), eventually).Should(Equal("True/Accepted"))
 
-		By("deleting a ProviderEndpoint: the aliases that route to it leave the snapshot")
+		By("deleting a ProviderEndpoint: aliases with another working route stay, degraded; an alias with none leaves")
 		Expect(k8sClient.Delete(suiteCtx, &v1alpha1.ProviderEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "beta"}})).To(Succeed())
-		Eventually(func() []string { return aliasNames(published(ns)) }, eventually).Should(BeEmpty())
-		Eventually(aliasReady(ns, "chat-alpha"), eventually).Should(Equal("False/ProviderNotFound"))
-		Eventually(aliasReady(ns, "chat-beta"), eventually).Should(Equal("False/ProviderNotFound"))
+		Eventually(func() []string { return aliasNames(published(ns)) }, eventually).Should(Equal([]string{"chat-alpha", "chat-beta", "chat-restricted"}))
+		for _, n := range []string{"chat-alpha", "chat-beta", "chat-restricted"} {
+			Eventually(aliasCond(ns, n, v1alpha1.ConditionResolvedRefs), eventually).Should(Equal("False/ProviderNotFound"))
+			Eventually(aliasCond(ns, n, v1alpha1.ConditionAccepted), eventually).Should(Equal("True/Accepted"))
+			Eventually(aliasReady(ns, n), eventually).Should(Equal(inSnapshot))
+		}
 		Eventually(aliasReady(ns, "upper"), eventually).Should(Equal("False/ProviderNotFound"))
-		Eventually(aliasReady(ns, "chat-restricted"), eventually).Should(Equal("False/ProviderNotFound"))
-		// team-restricted's models are all gone: it leaves too; team-a has "*".
-		Eventually(keyReady(ns, "team-restricted"), eventually).Should(Equal("False/AliasNotFound"))
+		Eventually(aliasCond(ns, "upper", v1alpha1.ConditionProgrammed), eventually).Should(Equal("False/RefsNotResolved"))
+		for _, a := range published(ns).Aliases {
+			if a.Name == "chat-beta" { // its primary was beta: alpha took over
+				Expect(a.Primary).To(Equal(snapshot.Route{Provider: "alpha", Model: "alpha-large"}))
+				Expect(a.Fallbacks).To(BeEmpty())
+			}
+		}
+		var ma v1alpha1.ModelAlias
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "chat-beta"}, &ma)).To(Succeed())
+		Expect(ma.Status.Routes).To(Equal([]v1alpha1.ResolvedRoute{{Provider: "alpha", Model: "alpha-large", BaseURL: fmt.Sprintf("http://mock-alpha.%s.svc:9001", ns)}}))
+		// team-restricted lists only chat-restricted, which still serves.
+		Eventually(keyReady(ns, "team-restricted"), eventually).Should(Equal(inSnapshot))
 		Expect(published(ns).Providers).To(HaveLen(1))
 
 		By("deleting a ModelAlias and a GatewayKey")
@@ -242,13 +291,17 @@ apiVersion: llmgw.dev/v1alpha1
 kind: ModelAlias
 metadata: {name: solo}
 spec: {primary: {provider: alpha, model: alpha-large}}`, ns)
-		Eventually(func() []string { return aliasNames(published(ns)) }, eventually).Should(Equal([]string{"solo"}))
+		Eventually(func() []string { return aliasNames(published(ns)) }, eventually).Should(ContainElement("solo"))
 		Expect(k8sClient.Delete(suiteCtx, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "solo"}})).To(Succeed())
 		Expect(k8sClient.Delete(suiteCtx, &v1alpha1.GatewayKey{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team-a"}})).To(Succeed())
-		Eventually(func() int {
+		Eventually(func() []string {
 			s := published(ns)
-			return len(s.Aliases) + len(s.Keys)
-		}, eventually).Should(BeZero())
+			names := aliasNames(s)
+			for _, k := range s.Keys {
+				names = append(names, "key "+k.ID)
+			}
+			return names
+		}, eventually).Should(Equal([]string{"chat-alpha", "chat-beta", "chat-restricted", "key team-restricted"}))
 	})
 
 	It("tracks credential Secrets without ever holding their values in the snapshot", func() {
@@ -274,8 +327,8 @@ spec: {primary: {provider: vendor, model: big}}`, ns)
 
 		secret.StringData = map[string]string{"apiKey": "sk-test-value-never-published"}
 		Expect(k8sClient.Update(suiteCtx, secret)).To(Succeed())
-		Eventually(providerReady(ns, "vendor"), eventually).Should(Equal("True/Compiled"))
-		Eventually(aliasReady(ns, "chat"), eventually).Should(Equal("True/Compiled"))
+		Eventually(providerReady(ns, "vendor"), eventually).Should(Equal(inSnapshot))
+		Eventually(aliasReady(ns, "chat"), eventually).Should(Equal(inSnapshot))
 		var cm corev1.ConfigMap
 		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: snapshot.DefaultConfigMapName}, &cm)).To(Succeed())
 		Expect(cm.Data[snapshot.ConfigMapKey]).To(ContainSubstring(`"secretName": "vendor-key"`))
@@ -288,7 +341,7 @@ spec: {primary: {provider: vendor, model: big}}`, ns)
 
 	It("resolves an alias name conflict in favour of the older object, and recovers when it goes", func() {
 		apply(k8sClient, samplesYAML(), ns)
-		Eventually(aliasReady(ns, "chat-alpha"), eventually).Should(Equal("True/Compiled"))
+		Eventually(aliasReady(ns, "chat-alpha"), eventually).Should(Equal(inSnapshot))
 		time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution
 		apply(k8sClient, `
 apiVersion: llmgw.dev/v1alpha1
@@ -296,9 +349,9 @@ kind: ModelAlias
 metadata: {name: impostor}
 spec: {alias: chat-alpha, primary: {provider: beta, model: beta-small}}`, ns)
 		Eventually(aliasReady(ns, "impostor"), eventually).Should(Equal("False/AliasConflict"))
-		Consistently(aliasReady(ns, "chat-alpha"), time.Second).Should(Equal("True/Compiled"))
+		Consistently(aliasReady(ns, "chat-alpha"), time.Second).Should(Equal(inSnapshot))
 		Expect(k8sClient.Delete(suiteCtx, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "chat-alpha"}})).To(Succeed())
-		Eventually(aliasReady(ns, "impostor"), eventually).Should(Equal("True/Compiled"))
+		Eventually(aliasReady(ns, "impostor"), eventually).Should(Equal(inSnapshot))
 		Eventually(func() string {
 			for _, a := range published(ns).Aliases {
 				if a.Name == "chat-alpha" {
@@ -331,7 +384,7 @@ spec:
 	It("writes the ConfigMap only when the version changes, and repairs it", func() {
 		apply(k8sClient, samplesYAML(), ns)
 		Eventually(func() []string { return aliasNames(published(ns)) }, eventually).Should(HaveLen(3))
-		Eventually(keyReady(ns, "team-restricted"), eventually).Should(Equal("True/Compiled"))
+		Eventually(keyReady(ns, "team-restricted"), eventually).Should(Equal(inSnapshot))
 		time.Sleep(time.Second) // past any debounce still pending from the apply
 		settled := r.Writes()
 		version := published(ns).Version
@@ -346,7 +399,7 @@ spec:
   fallbacks: [{provider: alpha, model: alpha-large}]
   maxFallbacks: 1
   timeouts: {total: 60s, attempt: 20s, firstChunk: 10s, idle: 15s}`, ns)
-		Eventually(aliasReady(ns, "chat-beta"), eventually).Should(Equal("True/Compiled")) // observedGeneration caught up
+		Eventually(aliasReady(ns, "chat-beta"), eventually).Should(Equal(inSnapshot)) // observedGeneration caught up
 		By("a label change (no new generation)")
 		var gk v1alpha1.GatewayKey
 		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "team-a"}, &gk)).To(Succeed())

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -24,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/llmgw/llmgw/api/gatewaystatus"
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
 )
@@ -49,6 +52,12 @@ type Options struct {
 	RenewDeadline      time.Duration
 	RetryPeriod        time.Duration
 	SkipNameValidation bool // tests start several managers in one process
+	// GatewaySelector is the label selector of the gateway Pods whose
+	// reports decide Programmed ("": DefaultGatewaySelector).
+	GatewaySelector string
+	// GatewayStatusConfigMap is where the gateways report ("":
+	// gatewaystatus.DefaultConfigMapName).
+	GatewayStatusConfigMap string
 }
 
 // DefaultLeaderElectionID is the Lease the role in config/rbac allows.
@@ -72,6 +81,8 @@ func Main(ctx context.Context, args []string) error {
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "`address` of /healthz and /readyz")
 	fs.DurationVar(&o.Debounce, "debounce", 200*time.Millisecond, "quiet `period` after the last change before compiling")
 	fs.DurationVar(&o.DebounceMax, "debounce-max", time.Second, "longest `wait` for a quiet period under a stream of changes")
+	fs.StringVar(&o.GatewaySelector, "gateway-selector", DefaultGatewaySelector, "label `selector` of the gateway Pods whose reported snapshot version decides the Programmed condition")
+	fs.StringVar(&o.GatewayStatusConfigMap, "gateway-status-configmap", gatewaystatus.DefaultConfigMapName, "`name` of the ConfigMap the gateways report the snapshot version they run into (the controller creates it)")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -141,6 +152,12 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, *Re
 	if o.LeaderElectionID == "" {
 		o.LeaderElectionID = DefaultLeaderElectionID
 	}
+	o.GatewaySelector = cmp.Or(o.GatewaySelector, DefaultGatewaySelector)
+	o.GatewayStatusConfigMap = cmp.Or(o.GatewayStatusConfigMap, gatewaystatus.DefaultConfigMapName)
+	gatewaySelector, err := labels.Parse(o.GatewaySelector)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gateway selector %q: %w", o.GatewaySelector, err)
+	}
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, nil, err
@@ -159,6 +176,8 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, *Re
 				// last-applied annotation that would repeat them) never sit in
 				// this process's memory.
 				&corev1.Secret{}: {Transform: stripSecret},
+				// Only the gateway Pods: whether each is ready decides Programmed.
+				&corev1.Pod{}: {Label: gatewaySelector},
 			},
 		},
 		Metrics:                       metricsOptions(o),
@@ -194,6 +213,10 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, *Re
 		Debounce:      o.Debounce,
 		DebounceMax:   max(o.DebounceMax, o.Debounce),
 		Log:           log.WithName("snapshot"),
+		Recorder:      mgr.GetEventRecorder(FieldOwner),
+	}
+	if r.Gateways, err = newGatewayWatch(mgr, o.Namespace, o.GatewayStatusConfigMap, o.GatewaySelector, log.WithName("gateways")); err != nil {
+		return nil, nil, err
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, nil, fmt.Errorf("setting up reconciler: %w", err)

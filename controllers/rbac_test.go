@@ -15,14 +15,17 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/llmgw/llmgw/api/gatewaystatus"
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
 )
@@ -134,11 +137,11 @@ metadata: {name: vendor-key}
 stringData: {apiKey: sk-test}`, rbacNS)
 		Eventually(func() []string { return aliasNames(published(rbacNS)) }, eventually).
 			Should(Equal([]string{"chat-alpha", "chat-beta", "chat-restricted"}))
-		Eventually(providerReady(rbacNS, "vendor"), eventually).Should(Equal("True/Compiled"))
+		Eventually(providerReady(rbacNS, "vendor"), eventually).Should(Equal(inSnapshot))
 		for _, n := range []string{"chat-alpha", "chat-beta", "chat-restricted"} {
-			Eventually(aliasReady(rbacNS, n), eventually).Should(Equal("True/Compiled"))
+			Eventually(aliasReady(rbacNS, n), eventually).Should(Equal(inSnapshot))
 		}
-		Eventually(keyReady(rbacNS, "team-a"), eventually).Should(Equal("True/Compiled"))
+		Eventually(keyReady(rbacNS, "team-a"), eventually).Should(Equal(inSnapshot))
 		Expect(r.Writes()).To(BeNumerically(">=", 1))
 
 		var lease coordinationv1.Lease
@@ -155,6 +158,24 @@ stringData: {apiKey: sk-test}`, rbacNS)
 			}
 			return reasons
 		}, eventually).Should(ContainElement("LeaderElection"))
+		// Condition transitions are events.k8s.io Events: no gateway runs
+		// here, so every object says NoGateways.
+		Eventually(func() []string {
+			var evs eventsv1.EventList
+			Expect(k8sClient.List(suiteCtx, &evs, client.InNamespace(rbacNS))).To(Succeed())
+			var reasons []string
+			for _, e := range evs.Items {
+				if e.ReportingController == FieldOwner {
+					reasons = append(reasons, e.Regarding.Kind+"/"+e.Reason)
+				}
+			}
+			return reasons
+		}, eventually).Should(ContainElement("ModelAlias/NoGateways"))
+
+		By("creating the ConfigMap the gateways report into")
+		Eventually(func() error {
+			return k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: rbacNS, Name: gatewaystatus.DefaultConfigMapName}, &corev1.ConfigMap{})
+		}, eventually).Should(Succeed())
 
 		By("repairing a deleted ConfigMap (create) and an edited one (update)")
 		Expect(k8sClient.Delete(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: snapshot.DefaultConfigMapName}})).To(Succeed())
@@ -179,7 +200,9 @@ stringData: {apiKey: sk-test}`, rbacNS)
 			"create a CR":                 c.Create(ctx, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "new"}}),
 			"list CRs in another ns":      c.List(ctx, &v1alpha1.ModelAliasList{}, client.InNamespace("elsewhere")),
 			"list CRs cluster-wide":       c.List(ctx, &v1alpha1.ModelAliasList{}),
-			"list Pods":                   c.List(ctx, &corev1.PodList{}, in),
+			"get a Pod":                   c.Get(ctx, client.ObjectKey{Namespace: rbacNS, Name: "x"}, &corev1.Pod{}),
+			"list Pods elsewhere":         c.List(ctx, &corev1.PodList{}, client.InNamespace("elsewhere")),
+			"update the gateway status":   c.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: gatewaystatus.DefaultConfigMapName}}),
 			"update another Lease":        c.Update(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "other"}}),
 			"create a snapshot elsewhere": c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Name: snapshot.DefaultConfigMapName}}),
 		}
@@ -188,7 +211,7 @@ stringData: {apiKey: sk-test}`, rbacNS)
 		}
 	})
 
-	It("lets the gateway watch its one ConfigMap and get Secrets, and nothing else", func() {
+	It("lets the gateway watch its one ConfigMap, get Secrets and report into its status ConfigMap, and nothing else", func() {
 		cs, err := kubernetes.NewForConfig(impersonate("llmgw-gateway"))
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func() bool { return published(rbacNS).Version != "" }, eventually).Should(BeTrue())
@@ -212,24 +235,41 @@ stringData: {apiKey: sk-test}`, rbacNS)
 		_, err = cs.CoreV1().Secrets(rbacNS).Get(suiteCtx, "vendor-key", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 
+		By("reporting its running version as the gateway does: a merge patch of its own key, and a GET")
+		Eventually(func() error {
+			return k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: rbacNS, Name: gatewaystatus.DefaultConfigMapName}, &corev1.ConfigMap{})
+		}, eventually).Should(Succeed()) // created by the controller in the spec above
+		patch, err := gatewaystatus.MergePatch("llmgw-gateway-0", `{"version":"","at":"2026-01-01T00:00:00Z"}`)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cs.CoreV1().ConfigMaps(rbacNS).Patch(suiteCtx, gatewaystatus.DefaultConfigMapName, types.MergePatchType, patch, metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cs.CoreV1().ConfigMaps(rbacNS).Get(suiteCtx, gatewaystatus.DefaultConfigMapName, metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, patchSnapshotErr := cs.CoreV1().ConfigMaps(rbacNS).Patch(suiteCtx, snapshot.DefaultConfigMapName, types.MergePatchType, patch, metav1.PatchOptions{})
+		_, patchOtherErr := cs.CoreV1().ConfigMaps(rbacNS).Patch(suiteCtx, "unrelated", types.MergePatchType, patch, metav1.PatchOptions{})
+
 		c := gatewayClient
 		in := client.InNamespace(rbacNS)
 		_, watchErr := cs.CoreV1().ConfigMaps(rbacNS).Watch(suiteCtx, metav1.ListOptions{})
 		_, watchSecretsErr := cs.CoreV1().Secrets(rbacNS).Watch(suiteCtx, metav1.ListOptions{})
 		denied := map[string]error{
-			"list all ConfigMaps":    c.List(suiteCtx, &corev1.ConfigMapList{}, in),
-			"watch all ConfigMaps":   watchErr,
-			"get another ConfigMap":  c.Get(suiteCtx, client.ObjectKey{Namespace: rbacNS, Name: "unrelated"}, &corev1.ConfigMap{}),
-			"update the snapshot":    c.Update(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: snapshot.DefaultConfigMapName}}),
-			"create a ConfigMap":     c.Create(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "x"}}),
-			"update a Secret":        c.Update(suiteCtx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "vendor-key"}}),
-			"list ModelAliases":      c.List(suiteCtx, &v1alpha1.ModelAliasList{}, in),
-			"get a GatewayKey":       c.Get(suiteCtx, client.ObjectKey{Namespace: rbacNS, Name: "team-a"}, &v1alpha1.GatewayKey{}),
-			"get the leader Lease":   c.Get(suiteCtx, client.ObjectKey{Namespace: rbacNS, Name: DefaultLeaderElectionID}, &coordinationv1.Lease{}),
-			"read Secrets elsewhere": c.List(suiteCtx, &corev1.SecretList{}, client.InNamespace("elsewhere")),
-			"list Secrets":           c.List(suiteCtx, &corev1.SecretList{}, in),
-			"watch Secrets":          watchSecretsErr,
-			"list Pods":              c.List(suiteCtx, &corev1.PodList{}, in),
+			"list all ConfigMaps":         c.List(suiteCtx, &corev1.ConfigMapList{}, in),
+			"watch all ConfigMaps":        watchErr,
+			"get another ConfigMap":       c.Get(suiteCtx, client.ObjectKey{Namespace: rbacNS, Name: "unrelated"}, &corev1.ConfigMap{}),
+			"update the snapshot":         c.Update(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: snapshot.DefaultConfigMapName}}),
+			"create a ConfigMap":          c.Create(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "x"}}),
+			"update a Secret":             c.Update(suiteCtx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "vendor-key"}}),
+			"list ModelAliases":           c.List(suiteCtx, &v1alpha1.ModelAliasList{}, in),
+			"get a GatewayKey":            c.Get(suiteCtx, client.ObjectKey{Namespace: rbacNS, Name: "team-a"}, &v1alpha1.GatewayKey{}),
+			"get the leader Lease":        c.Get(suiteCtx, client.ObjectKey{Namespace: rbacNS, Name: DefaultLeaderElectionID}, &coordinationv1.Lease{}),
+			"read Secrets elsewhere":      c.List(suiteCtx, &corev1.SecretList{}, client.InNamespace("elsewhere")),
+			"list Secrets":                c.List(suiteCtx, &corev1.SecretList{}, in),
+			"watch Secrets":               watchSecretsErr,
+			"list Pods":                   c.List(suiteCtx, &corev1.PodList{}, in),
+			"patch the snapshot":          patchSnapshotErr,
+			"patch another ConfigMap":     patchOtherErr,
+			"update the status ConfigMap": c.Update(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: gatewaystatus.DefaultConfigMapName}}),
+			"delete the status ConfigMap": c.Delete(suiteCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: gatewaystatus.DefaultConfigMapName}}),
 		}
 		for what, err := range denied {
 			Expect(forbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", what, err)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -21,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
@@ -40,18 +43,24 @@ const (
 )
 
 // The RBAC the controller needs, and no more: read the three kinds and the
-// Secrets (to see which credentials exist), patch their status, write the one
-// ConfigMap, hold its leader Lease. make manifests turns these into
-// config/rbac/role.yaml. create cannot be limited by resourceNames.
+// Secrets (to see which credentials exist), patch their status, write the
+// snapshot ConfigMap, read the one the gateways report into (and create it),
+// list the gateway Pods (which are ready), hold its leader Lease, record
+// Events (events.k8s.io/v1; the core group for leader election's).
+// make manifests turns these into config/rbac/role.yaml. create cannot be
+// limited by resourceNames.
 //
 // +kubebuilder:rbac:groups=llmgw.dev,namespace=llmgw-system,resources=providerendpoints;modelaliases;gatewaykeys,verbs=list;watch
 // +kubebuilder:rbac:groups=llmgw.dev,namespace=llmgw-system,resources=providerendpoints/status;modelaliases/status;gatewaykeys/status,verbs=patch
 // +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=secrets,verbs=list;watch
 // +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=configmaps,verbs=create
 // +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=configmaps,resourceNames=llmgw-snapshot,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=configmaps,resourceNames=llmgw-gateway-status,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=llmgw-system,resources=leases,verbs=create
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=llmgw-system,resources=leases,resourceNames=llmgw-controller-leader,verbs=get;update
 // +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,namespace=llmgw-system,resources=events,verbs=create;patch
 
 var (
 	snapshotWrites = prometheus.NewCounter(prometheus.CounterOpts{
@@ -64,7 +73,7 @@ var (
 	})
 	objects = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "llmgw_controller_objects",
-		Help: "Objects seen in the last compilation, by kind and Ready status.",
+		Help: "Objects seen in the last compilation, by kind and Ready condition status (true, false, unknown).",
 	}, []string{"kind", "ready"})
 )
 
@@ -87,10 +96,18 @@ type Reconciler struct {
 	// Now is the clock (tests may pin it); nil means time.Now.
 	Now func() time.Time
 	Log logr.Logger
+	// Gateways finds the gateway replicas and what they report; nil: no
+	// gateway is looked for (Programmed stays Unknown, NoGateways).
+	Gateways *GatewayWatch
+	// Recorder records an Event per condition transition; nil records none.
+	Recorder events.EventRecorder
 
 	mu                    sync.Mutex
 	firstEvent, lastEvent time.Time
 	writes                int64
+	// pubs is touched by Reconcile only (MaxConcurrentReconciles: 1).
+	pubs    publications
+	decided map[objectRef]condSet
 }
 
 // Writes is how many times this reconciler wrote the ConfigMap.
@@ -173,15 +190,32 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ours := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return o.GetName() == r.ConfigMapName
 	}))
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("snapshot").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Watches(&v1alpha1.ProviderEndpoint{}, r.enqueueAll(), spec).
 		Watches(&v1alpha1.ModelAlias{}, r.enqueueAll(), spec).
 		Watches(&v1alpha1.GatewayKey{}, r.enqueueAll(), spec).
 		Watches(&corev1.Secret{}, r.enqueueAll(), secretKeysChanged).
-		Watches(&corev1.ConfigMap{}, r.enqueueAll(), ours).
-		Complete(r)
+		Watches(&corev1.ConfigMap{}, r.enqueueAll(), ours)
+	if g := r.Gateways; g != nil {
+		// What the gateways run decides Programmed: their reports, and
+		// which of their Pods exist and are ready.
+		b = b.Watches(&corev1.Pod{}, r.enqueueAll(), builder.WithPredicates(predicate.Funcs{UpdateFunc: podChanged})).
+			WatchesRawSource(source.Kind(g.cache, client.Object(&corev1.ConfigMap{}), r.enqueueAll()))
+	}
+	return b.Complete(r)
+}
+
+// podChanged: only what newFleet looks at.
+func podChanged(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*corev1.Pod)
+	n, ok2 := e.ObjectNew.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return podReady(o) != podReady(n) || !containersStarted(o).Equal(containersStarted(n)) ||
+		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) || o.Status.Phase != n.Status.Phase
 }
 
 // Reconcile compiles the namespace, publishes the snapshot if its version
@@ -197,16 +231,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	snap, st := Compile(in)
 	compiles.Inc()
+	var writeErr error
 	body, err := snapshot.Encode(&snap)
 	if err != nil {
 		// Compile validates each object on its own, so this is a bug; the
 		// gateways keep serving the previous snapshot.
 		log.Error(err, "compiled snapshot is invalid; keeping the published one")
+		writeErr = fmt.Errorf("the compiled snapshot is invalid (a controller bug): %w", err)
 	} else if err := r.publish(ctx, log, snap.Version, body); err != nil {
-		return reconcile.Result{}, err
+		log.Error(err, "writing the snapshot failed; statuses say so, retrying")
+		writeErr = err
+	} else {
+		r.pubs.published(snap.Version, st.digests())
 	}
-	if err := r.updateStatuses(ctx, in, st); err != nil {
-		return reconcile.Result{}, err
+	// Statuses are written whatever happened to the snapshot: a new object
+	// then says why it is not served rather than nothing at all.
+	round := statusRound{writeErr: writeErr}
+	if r.Gateways != nil {
+		if round.fleet, err = r.Gateways.fleet(ctx); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if err := r.updateStatuses(ctx, in, st, round); err != nil {
+		return reconcile.Result{}, errors.Join(writeErr, err)
+	}
+	if writeErr != nil {
+		return reconcile.Result{}, writeErr // retried with the work queue's backoff
 	}
 	var res reconcile.Result
 	if st.NextExpiry != nil {

@@ -4,48 +4,67 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/llmgw/llmgw/api/v1alpha1"
 )
 
-// updateStatuses patches only the statuses that changed; a merge patch (not
+// statusRound is everything one round of status writing needs besides the
+// objects: what the gateways run, and why the last snapshot write failed.
+type statusRound struct {
+	fleet    fleet
+	writeErr error
+}
+
+// updateStatuses brings every object's status up to date — also when the
+// snapshot write failed, so that a new object never sits there without any
+// condition — and patches only the statuses that changed; a merge patch (not
 // an update) so a stale cache never causes a conflict on spec.
-func (r *Reconciler) updateStatuses(ctx context.Context, in Inputs, st Statuses) error {
+func (r *Reconciler) updateStatuses(ctx context.Context, in Inputs, st Statuses, round statusRound) error {
 	var errs []error
 	count := map[[2]string]float64{}
+	seen := map[objectRef]bool{}
 	for i := range in.Providers {
 		o := &in.Providers[i]
 		res := st.Providers[o.Name]
-		count[[2]string{"ProviderEndpoint", readyLabel(res.Ready)}]++
 		orig := o.DeepCopy()
-		setCommon(&o.Status.CommonStatus, o.Generation, res.Result)
+		ref := objectRef{"ProviderEndpoint", o.Name}
+		ready := r.setCommon(o, ref, &o.Status.CommonStatus, res.Result, round)
+		count[[2]string{ref.Kind, ready}]++
+		seen[ref] = true
 		o.Status.BaseURL = res.BaseURL
 		errs = append(errs, r.patchStatus(ctx, o, orig, &orig.Status, &o.Status))
 	}
 	for i := range in.Aliases {
 		o := &in.Aliases[i]
 		res := st.Aliases[o.Name]
-		count[[2]string{"ModelAlias", readyLabel(res.Ready)}]++
 		orig := o.DeepCopy()
-		setCommon(&o.Status.CommonStatus, o.Generation, res.Result)
+		ref := objectRef{"ModelAlias", o.Name}
+		ready := r.setCommon(o, ref, &o.Status.CommonStatus, res.Result, round)
+		count[[2]string{ref.Kind, ready}]++
+		seen[ref] = true
 		o.Status.Alias, o.Status.Primary, o.Status.Fallback, o.Status.Routes = res.Alias, res.Primary, res.Fallback, res.Routes
 		errs = append(errs, r.patchStatus(ctx, o, orig, &orig.Status, &o.Status))
 	}
 	for i := range in.Keys {
 		o := &in.Keys[i]
 		res := st.Keys[o.Name]
-		count[[2]string{"GatewayKey", readyLabel(res.Ready)}]++
 		orig := o.DeepCopy()
-		setCommon(&o.Status.CommonStatus, o.Generation, res.Result)
+		ref := objectRef{"GatewayKey", o.Name}
+		ready := r.setCommon(o, ref, &o.Status.CommonStatus, res.Result, round)
+		count[[2]string{ref.Kind, ready}]++
+		seen[ref] = true
 		o.Status.Fingerprint = res.Fingerprint
 		errs = append(errs, r.patchStatus(ctx, o, orig, &orig.Status, &o.Status))
 	}
+	r.forgetConditions(seen)
 	objects.Reset()
 	for k, v := range count {
 		objects.WithLabelValues(k[0], k[1]).Set(v)
@@ -67,26 +86,82 @@ func (r *Reconciler) patchStatus(ctx context.Context, obj, orig client.Object, b
 	return nil
 }
 
-func setCommon(s *v1alpha1.CommonStatus, generation int64, res Result) {
-	status := metav1.ConditionFalse
-	if res.Ready {
-		status = metav1.ConditionTrue
+// setCommon writes the four conditions into s, records an Event for each
+// transition, and returns the Ready status for the metrics.
+// observedGeneration moves only when the round succeeded (the snapshot that
+// carries this generation is written); the conditions describe the current
+// generation either way, each saying so in its own observedGeneration.
+func (r *Reconciler) setCommon(obj runtime.Object, ref objectRef, s *v1alpha1.CommonStatus, res Result, round statusRound) string {
+	generation := obj.(metav1.Object).GetGeneration()
+	conds := r.conditions(ref, res, round)
+	before := r.lastConditions(ref, s.Conditions)
+	for _, c := range conds {
+		c.ObservedGeneration = generation
+		c.Message = truncate(c.Message, 32768)
+		meta.SetStatusCondition(&s.Conditions, c)
 	}
-	s.ObservedGeneration = generation
-	meta.SetStatusCondition(&s.Conditions, metav1.Condition{
-		Type:               v1alpha1.ConditionReady,
-		Status:             status,
-		Reason:             res.Reason,
-		Message:            truncate(res.Message, 32768),
-		ObservedGeneration: generation,
-	})
+	if round.writeErr == nil {
+		s.ObservedGeneration = generation
+	}
+	r.rememberConditions(ref, conds)
+	if r.Recorder != nil {
+		for _, e := range transitions(before, conds) {
+			r.Recorder.Eventf(obj, nil, e.Type, e.Reason, eventAction, "%s", e.Note)
+		}
+	}
+	return strings.ToLower(string(conds[3].Status))
 }
 
-func readyLabel(ready bool) string {
-	if ready {
-		return "true"
+// conditions are the object's four conditions, in conditionOrder.
+func (r *Reconciler) conditions(ref objectRef, res Result, round statusRound) []metav1.Condition {
+	prog := programmedCondition(res, r.pubs.since(ref, res.Digest), round.writeErr, round.fleet, r.pubs.seqOf)
+	return []metav1.Condition{
+		fromCompile(v1alpha1.ConditionAccepted, res.Accepted),
+		fromCompile(v1alpha1.ConditionResolvedRefs, res.ResolvedRefs),
+		prog,
+		readyCondition(res, prog),
 	}
-	return "false"
+}
+
+func fromCompile(typ string, c Condition) metav1.Condition {
+	status := metav1.ConditionFalse
+	if c.Status {
+		status = metav1.ConditionTrue
+	}
+	return metav1.Condition{Type: typ, Status: status, Reason: c.Reason, Message: c.Message}
+}
+
+// lastConditions is what the controller last decided for ref, or, after a
+// restart, what the object's status says. Remembering it rather than
+// trusting the cache keeps a status write the cache has not seen yet from
+// producing its Events twice.
+func (r *Reconciler) lastConditions(ref objectRef, conds []metav1.Condition) condSet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.decided[ref]; ok {
+		return s
+	}
+	return stateOf(conds)
+}
+
+func (r *Reconciler) rememberConditions(ref objectRef, conds []metav1.Condition) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.decided == nil {
+		r.decided = map[objectRef]condSet{}
+	}
+	r.decided[ref] = stateOf(conds)
+}
+
+// forgetConditions drops the memory of objects that are gone.
+func (r *Reconciler) forgetConditions(seen map[objectRef]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for ref := range r.decided {
+		if !seen[ref] {
+			delete(r.decided, ref)
+		}
+	}
 }
 
 // truncate keeps condition messages within the API's 32768-byte limit.

@@ -10,6 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/llmgw/llmgw/api/snapshot"
@@ -196,6 +197,8 @@ spec:
   primary: {provider: alpha, model: a}
   fallbacks: [{provider: b, model: "1"}, {provider: b, model: "2"}, {provider: b, model: "3"}, {provider: b, model: "4"}]`,
 			want: `ModelAlias.llmgw.dev "manyfb" is invalid: [spec.fallbacks: Too many: 4: must have at most 3 items, <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]`}),
+		// maxFallbacks is a cap (the schema defaults it to 1 with or without
+		// fallbacks), and every timeout is cut to total: both are accepted.
 		Entry("maxFallbacks above the list", rejection{doc: `
 apiVersion: llmgw.dev/v1alpha1
 kind: ModelAlias
@@ -203,8 +206,7 @@ metadata: {name: maxfb}
 spec:
   primary: {provider: alpha, model: a}
   fallbacks: [{provider: beta, model: b}]
-  maxFallbacks: 2`,
-			want: `ModelAlias.llmgw.dev "maxfb" is invalid: spec: Invalid value: maxFallbacks must not exceed the number of fallbacks`}),
+  maxFallbacks: 2`}),
 		Entry("maxFallbacks above 3", rejection{doc: `
 apiVersion: llmgw.dev/v1alpha1
 kind: ModelAlias
@@ -212,15 +214,14 @@ metadata: {name: maxfb4}
 spec:
   primary: {provider: alpha, model: a}
   maxFallbacks: 4`,
-			want: `ModelAlias.llmgw.dev "maxfb4" is invalid: [spec.maxFallbacks: Invalid value: 4: spec.maxFallbacks in body should be less than or equal to 3, spec: Invalid value: maxFallbacks must not exceed the number of fallbacks]`}),
+			want: `ModelAlias.llmgw.dev "maxfb4" is invalid: spec.maxFallbacks: Invalid value: 4: spec.maxFallbacks in body should be less than or equal to 3`}),
 		Entry("attempt longer than total", rejection{doc: `
 apiVersion: llmgw.dev/v1alpha1
 kind: ModelAlias
 metadata: {name: attempt}
 spec:
   primary: {provider: alpha, model: a}
-  timeouts: {total: 5s, attempt: 10s}`,
-			want: `ModelAlias.llmgw.dev "attempt" is invalid: spec.timeouts: Invalid value: attempt must not exceed total`}),
+  timeouts: {total: 5s, attempt: 10s}`}),
 		Entry("total out of bounds", rejection{doc: `
 apiVersion: llmgw.dev/v1alpha1
 kind: ModelAlias
@@ -383,9 +384,10 @@ spec:
 		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "crud"}, &ma)).To(Succeed())
 		Expect(ma.Spec.Fallbacks).To(HaveLen(2))
 		ma.Spec.Fallbacks = ma.Spec.Fallbacks[:1]
+		ma.Spec.Primary.Model = "two words"
 		err = k8sClient.Update(suiteCtx, &ma)
 		Expect(err).To(HaveOccurred())
-		Expect(err.Error()).To(Equal(`ModelAlias.llmgw.dev "crud" is invalid: spec: Invalid value: maxFallbacks must not exceed the number of fallbacks`))
+		Expect(err.Error()).To(Equal(`ModelAlias.llmgw.dev "crud" is invalid: spec.primary.model: Invalid value: "two words": spec.primary.model in body should match '^\S+$'`))
 
 		for _, o := range []client.Object{&gk, &pe, &ma} {
 			Expect(k8sClient.Delete(suiteCtx, o)).To(Succeed())
@@ -420,6 +422,57 @@ metadata: {name: "`+id+`"}
 spec: {keyHash: `+hash+`, keyPrefix: lgw_badname000, models: ["*"]}`, ns)
 			Expect(apiErr).To(HaveOccurred(), "the API server accepts %q", id)
 		}
+	})
+
+	It("shows the effective defaults in what it stores (kubectl get -o yaml), as the gateways apply them", func() {
+		apply(k8sClient, `
+apiVersion: llmgw.dev/v1alpha1
+kind: ProviderEndpoint
+metadata: {name: defaults}
+spec: {protocol: openai, url: "https://api.example.com/v1"}
+---
+apiVersion: llmgw.dev/v1alpha1
+kind: ModelAlias
+metadata: {name: defaults}
+spec: {primary: {provider: defaults, model: m}}
+---
+apiVersion: llmgw.dev/v1alpha1
+kind: ModelAlias
+metadata: {name: defaults-partial}
+spec: {primary: {provider: defaults, model: m}, timeouts: {total: 5s}}
+---
+apiVersion: llmgw.dev/v1alpha1
+kind: GatewayKey
+metadata: {name: defaults}
+spec: {keyHash: `+hash+`, keyPrefix: lgw_defaults00, models: ["*"]}`, ns)
+		var pe v1alpha1.ProviderEndpoint
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "defaults"}, &pe)).To(Succeed())
+		Expect(pe.Spec.Timeouts).To(Equal(&v1alpha1.ProviderTimeouts{Connect: "2s", ResponseHeader: "10s"}))
+		var ma v1alpha1.ModelAlias
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "defaults"}, &ma)).To(Succeed())
+		Expect(ma.Spec.MaxFallbacks).To(Equal(ptr.To[int32](1)))
+		Expect(ma.Spec.Timeouts).To(Equal(&v1alpha1.AliasTimeouts{Total: "60s", Attempt: "20s", FirstChunk: "10s", Idle: "15s"}))
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "defaults-partial"}, &ma)).To(Succeed())
+		Expect(ma.Spec.Timeouts).To(Equal(&v1alpha1.AliasTimeouts{Total: "5s", Attempt: "20s", FirstChunk: "10s", Idle: "15s"}))
+		var gk v1alpha1.GatewayKey
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "defaults"}, &gk)).To(Succeed())
+		Expect(gk.Spec.RateLimit).To(Equal(&v1alpha1.RateLimit{RequestsPerMinute: 60, Burst: 10}))
+		var raw map[string]any
+		u := objectsFromYAML("apiVersion: llmgw.dev/v1alpha1\nkind: GatewayKey\nmetadata: {name: defaults}", ns)[0]
+		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: "defaults"}, u)).To(Succeed())
+		raw = u.Object["spec"].(map[string]any)
+		Expect(raw).To(HaveKeyWithValue("disabled", false), "kubectl get -o yaml shows disabled: false")
+
+		By("compiled, the stored defaults give the snapshot the gateways would build from the bare specs")
+		in := Inputs{Namespace: ns, Now: time.Now(), Providers: []v1alpha1.ProviderEndpoint{pe}, Secrets: map[string][]string{}}
+		bare := v1alpha1.ModelAlias{ObjectMeta: ma.ObjectMeta, Spec: v1alpha1.ModelAliasSpec{Primary: ma.Spec.Primary, Timeouts: &v1alpha1.AliasTimeouts{Total: "5s"}}}
+		withDefaults, _ := Compile(Inputs{Namespace: in.Namespace, Now: in.Now, Providers: in.Providers, Secrets: in.Secrets, Aliases: []v1alpha1.ModelAlias{ma}, Keys: []v1alpha1.GatewayKey{gk}})
+		bareKey := gk.DeepCopy()
+		bareKey.Spec.RateLimit = nil
+		without, _ := Compile(Inputs{Namespace: in.Namespace, Now: in.Now, Providers: []v1alpha1.ProviderEndpoint{{ObjectMeta: pe.ObjectMeta, Spec: v1alpha1.ProviderEndpointSpec{Protocol: "openai", URL: pe.Spec.URL}}},
+			Secrets: in.Secrets, Aliases: []v1alpha1.ModelAlias{bare}, Keys: []v1alpha1.GatewayKey{*bareKey}})
+		Expect(withDefaults.Version).NotTo(BeEmpty())
+		Expect(withDefaults.Version).To(Equal(without.Version))
 	})
 
 	It("is listed under the llmgw category with short names", func() {

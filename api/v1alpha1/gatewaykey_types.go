@@ -4,25 +4,31 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// GatewayKeySpec is a client key, by hash only: the plaintext is shown once to
-// the operator by `llmgw keys create` and never stored in the cluster.
+// GatewayKeySpec is a client key, by hash only: `llmgw keys create` shows the
+// plaintext key once, and only its hash is stored in the cluster.
 //
 // +kubebuilder:validation:XValidation:rule="!self.keyHash.startsWith('lgw_')",message="keyHash must be the sha256: hash of the key, never the plaintext key",fieldPath=".keyHash",reason=FieldValueInvalid
 type GatewayKeySpec struct {
-	// KeyHash is "sha256:" + 64 lowercase hex of SHA-256 of the whole key.
-	// CEL rather than a pattern, and the plaintext check sits on the spec:
-	// the API server quotes a failing string field's value in its error, and
-	// a pasted plaintext key must not be echoed into terminals and CI logs.
+	// CEL rather than a pattern, and the plaintext check sits on the spec: the
+	// API server quotes a failing string field's value in its error, and a
+	// pasted plaintext key must not be echoed into terminals and CI logs.
+
+	// KeyHash is "sha256:" followed by the 64 lowercase hex digits of the
+	// SHA-256 of the whole key, as `llmgw keys create` prints it. Never the
+	// key itself: a plaintext key is refused.
 	// +kubebuilder:validation:MaxLength=71
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('lgw_') || self.matches('^sha256:[0-9a-f]{64}$')",message="keyHash must be sha256: followed by 64 lowercase hex characters"
 	KeyHash string `json:"keyHash"`
 
-	// KeyPrefix is the key's non-secret prefix, "lgw_" + 10 of [a-z0-9].
+	// KeyPrefix is the key's non-secret beginning, "lgw_" and 10 characters
+	// of [a-z0-9]; it identifies the key in logs and usage records.
 	// +kubebuilder:validation:MaxLength=14
 	// +kubebuilder:validation:Pattern=`^lgw_[a-z0-9]{10}$`
 	KeyPrefix string `json:"keyPrefix"`
 
-	// Models lists the public alias names the key may use; ["*"] allows all.
+	// Models lists the model names (ModelAlias public names) the key may use;
+	// ["*"] allows every alias. A name no alias serves does not stop the key
+	// from working with the others (see the ResolvedRefs condition).
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
@@ -31,43 +37,56 @@ type GatewayKeySpec struct {
 	// +kubebuilder:validation:XValidation:rule="!('*' in self) || size(self) == 1",message="'*' must be the only entry when present"
 	Models []string `json:"models"`
 
-	// RateLimit is a per-key token bucket (defaults: 60 per minute, burst 10).
+	// RateLimit limits the key's chat requests on each gateway replica
+	// (default: 60 a minute, bursts of up to 10). Requests over it get 429
+	// and never reach a provider.
 	// +optional
+	// +kubebuilder:default={}
 	RateLimit *RateLimit `json:"rateLimit,omitempty"`
 
-	// Disabled keys are refused (401) but stay listed, so usage stays attributable.
+	// Disabled keys are refused with 401 key_disabled but stay listed, so
+	// their usage records stay attributable.
 	// +optional
+	// +kubebuilder:default=false
 	Disabled bool `json:"disabled,omitempty"`
 
-	// ExpiresAt: from then on the key is refused (401).
+	// ExpiresAt is when the key stops working: from then on it is refused
+	// with 401 key_expired. Unset: the key does not expire.
 	// +optional
 	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
 }
 
-// RateLimit is a token bucket refilled at requestsPerMinute, holding at most burst.
+// RateLimit is a token bucket: it refills at requestsPerMinute and holds at
+// most burst requests.
 type RateLimit struct {
+	// RequestsPerMinute is the sustained rate allowed.
 	// +optional
+	// +kubebuilder:default=60
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000000
 	RequestsPerMinute int32 `json:"requestsPerMinute,omitempty"`
 
+	// Burst is how many requests may come at once after a quiet period.
 	// +optional
+	// +kubebuilder:default=10
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
 	Burst int32 `json:"burst,omitempty"`
 }
 
-// GatewayKeyStatus is what the controller made of the GatewayKey.
+// GatewayKeyStatus says whether the gateways accept the key.
 type GatewayKeyStatus struct {
 	CommonStatus `json:",inline"`
 
-	// Fingerprint is a short irreversible id of the key (first 12 hex of
-	// SHA-256 of keyHash), the one usage records carry.
+	// Fingerprint is a short id of the key that reveals nothing about it
+	// (the first 12 hex digits of the SHA-256 of keyHash); usage records
+	// carry the same one.
 	// +optional
 	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
-// GatewayKey authorizes a client (by key hash) to use some aliases, with a rate limit.
+// GatewayKey lets a client that holds the key use some model aliases, within
+// a rate limit. Only the key's hash is stored.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -76,8 +95,11 @@ type GatewayKeyStatus struct {
 // +kubebuilder:printcolumn:name="Fingerprint",type=string,JSONPath=`.status.fingerprint`
 // +kubebuilder:printcolumn:name="Disabled",type=boolean,JSONPath=`.spec.disabled`
 // +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.spec.expiresAt`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
+// +kubebuilder:printcolumn:name="ResolvedRefs",type=string,JSONPath=`.status.conditions[?(@.type=="ResolvedRefs")].status`
+// +kubebuilder:printcolumn:name="Programmed",type=string,JSONPath=`.status.conditions[?(@.type=="Programmed")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type GatewayKey struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -9,29 +9,36 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.url) != has(self.service)",message="exactly one of url or service must be set"
 // +kubebuilder:validation:XValidation:rule="!has(self.url) || self.url.matches('^https?://[^/?#@\\\\s]+(/[^?#@\\\\s]*)?$')",message="url must be http(s)://host[:port][/path], without credentials, query or fragment",fieldPath=".url",reason=FieldValueInvalid
 type ProviderEndpointSpec struct {
-	// Protocol is the wire protocol the upstream speaks.
+	// Protocol is the API the provider speaks: openai (chat completions) or
+	// anthropic (Messages).
 	// +kubebuilder:validation:Enum=openai;anthropic
 	Protocol string `json:"protocol"`
 
-	// URL is the base URL, scheme://host[:port][/path]. Credentials, query and
-	// fragment are refused: URLs end up in logs, credentials belong in credential.
-	// The rule sits on the spec so that the API's error does not quote the URL
-	// (and any credentials in it) back.
+	// The URL rule sits on the spec so that the API's error does not quote
+	// the URL (and any credentials in it) back.
+
+	// URL is the provider's base URL, scheme://host[:port][/path]; set either
+	// url or service. User info, query and fragment are refused: URLs show up
+	// in logs and status, and the API key belongs in credential.
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	URL string `json:"url,omitempty"`
 
-	// Service points at an in-cluster Service in the same namespace.
+	// Service points at an in-cluster Service in the same namespace instead
+	// of a url.
 	// +optional
 	Service *ServiceReference `json:"service,omitempty"`
 
-	// Credential is the provider API key, read by the gateway at request time;
-	// it never enters the snapshot or any status.
+	// Credential names the Secret key that holds the provider's API key. The
+	// gateways read it themselves (and again when it changes); it never
+	// appears in any status. Omit it for a provider that needs no key.
 	// +optional
 	Credential *Credential `json:"credential,omitempty"`
 
-	// Timeouts for connecting and for the response headers.
+	// Timeouts for connecting and for the response headers (defaults:
+	// connect 2s, responseHeader 10s).
 	// +optional
+	// +kubebuilder:default={}
 	Timeouts *ProviderTimeouts `json:"timeouts,omitempty"`
 
 	// CircuitBreaker takes the provider out of routing while it keeps failing,
@@ -79,15 +86,18 @@ type CircuitBreaker struct {
 // ServiceReference is a Service in the ProviderEndpoint's namespace; the base
 // URL becomes scheme://name.namespace.svc:port/path.
 type ServiceReference struct {
+	// Name is the Service's name.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 
+	// Port is the Service port to call.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=65535
 	Port int32 `json:"port"`
 
+	// Scheme is http or https (default http).
 	// +optional
 	// +kubebuilder:default=http
 	// +kubebuilder:validation:Enum=http;https
@@ -102,16 +112,20 @@ type ServiceReference struct {
 
 // Credential names where the provider API key lives.
 type Credential struct {
+	// SecretRef is the Secret key holding the API key, sent to the provider
+	// as its protocol expects (Authorization: Bearer, or x-api-key).
 	SecretRef SecretKeyReference `json:"secretRef"`
 }
 
 // SecretKeyReference is one key of a Secret in the same namespace.
 type SecretKeyReference struct {
+	// Name is the Secret's name.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	Name string `json:"name"`
 
+	// Key is the data key within the Secret.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
@@ -120,22 +134,26 @@ type SecretKeyReference struct {
 
 // ProviderTimeouts bound one call to the provider.
 type ProviderTimeouts struct {
-	// Connect bounds dialing (default 2s).
+	// Connect bounds opening a connection to the provider (default 2s).
 	// +optional
+	// +kubebuilder:default="2s"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}(h|m|s|ms)){1,4}$') || (duration(self) >= duration('1ms') && duration(self) <= duration('5m'))",message="connect must be between 1ms and 5m"
 	Connect Duration `json:"connect,omitempty"`
 
-	// ResponseHeader bounds the wait for response headers (default 10s).
+	// ResponseHeader bounds the wait for the provider's response headers
+	// (default 10s).
 	// +optional
+	// +kubebuilder:default="10s"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,5}(h|m|s|ms)){1,4}$') || (duration(self) >= duration('1ms') && duration(self) <= duration('1h'))",message="responseHeader must be between 1ms and 1h"
 	ResponseHeader Duration `json:"responseHeader,omitempty"`
 }
 
-// ProviderEndpointStatus is what the controller made of the ProviderEndpoint.
+// ProviderEndpointStatus says whether the gateways can call the provider.
 type ProviderEndpointStatus struct {
 	CommonStatus `json:",inline"`
 
-	// BaseURL is the URL the gateway calls (resolved from url or service).
+	// BaseURL is the address the gateways call (url, or the Service's
+	// in-cluster address).
 	// +optional
 	BaseURL string `json:"baseURL,omitempty"`
 }
@@ -147,7 +165,10 @@ type ProviderEndpointStatus struct {
 // +kubebuilder:resource:shortName=pe,categories=llmgw
 // +kubebuilder:printcolumn:name="Protocol",type=string,JSONPath=`.spec.protocol`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.baseURL`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
+// +kubebuilder:printcolumn:name="ResolvedRefs",type=string,JSONPath=`.status.conditions[?(@.type=="ResolvedRefs")].status`
+// +kubebuilder:printcolumn:name="Programmed",type=string,JSONPath=`.status.conditions[?(@.type=="Programmed")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ProviderEndpoint struct {

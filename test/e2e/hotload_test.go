@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/llmgw/llmgw/api/gatewaystatus"
 	"github.com/llmgw/llmgw/api/keyformat"
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
@@ -137,7 +138,11 @@ var _ = Describe("llmgw on envtest", Ordered, func() {
 			Expect(err).NotTo(HaveOccurred(), "controller")
 		}()
 		log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		src, err := source.NewKube(source.KubeConfig{Namespace: ns, ConfigMap: snapshot.DefaultConfigMapName, RestConfig: env.Config, Logger: log})
+		// The gateway reports the version it runs as the Pod below, which
+		// stands for it: no kubelet runs here, so the test says it is ready.
+		gatewayPod(ctx, c, gatewayPodName)
+		src, err := source.NewKube(source.KubeConfig{Namespace: ns, ConfigMap: snapshot.DefaultConfigMapName, RestConfig: env.Config, Logger: log,
+			StatusConfigMap: gatewaystatus.DefaultConfigMapName, PodName: gatewayPodName})
 		Expect(err).NotTo(HaveOccurred())
 		gw, err := gateway.Start(runCtx, gateway.Config{Addr: "127.0.0.1:0", DBPath: filepath.Join(GinkgoT().TempDir(), "usage.db"),
 			DrainTimeout: 2 * time.Second, Source: src, Logger: log})
@@ -152,6 +157,24 @@ var _ = Describe("llmgw on envtest", Ordered, func() {
 		By("waiting until the gateway serves the initial CRs")
 		Eventually(func() int { return specs.Status(ctx, base, keyLoad.plaintext, "chat-alpha", "hi") }).
 			WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(Equal(http.StatusOK))
+
+		By("every object says Programmed once the gateway has reported the version it runs")
+		for _, o := range []client.Object{
+			&v1alpha1.ProviderEndpoint{ObjectMeta: metav1.ObjectMeta{Name: "alpha"}}, &v1alpha1.ProviderEndpoint{ObjectMeta: metav1.ObjectMeta{Name: "beta"}},
+			&v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: "chat-alpha"}}, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: "chat-beta"}},
+			&v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: "e2e-fallback"}}, keyAll.obj, keyLimited.obj, keyTog.obj,
+		} {
+			Eventually(conditions(ctx, c, o)).WithTimeout(30*time.Second).WithPolling(50*time.Millisecond).
+				Should(Equal("Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs Programmed=True/Programmed Ready=True/Serving"), "%T %s", o, o.GetName())
+		}
+		var cm corev1.ConfigMap
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: gatewaystatus.DefaultConfigMapName}, &cm)).To(Succeed())
+		rep, err := gatewaystatus.Parse(cm.Data[gatewayPodName])
+		Expect(err).NotTo(HaveOccurred(), "the gateway's report: %q", cm.Data[gatewayPodName])
+		var snapCM corev1.ConfigMap
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: snapshot.DefaultConfigMapName}, &snapCM)).To(Succeed())
+		Expect(rep.Version).To(Equal(snapCM.Annotations[controllers.VersionAnnotation]))
+		Expect(rep.Refused()).To(BeFalse())
 
 		target = &specs.Target{
 			Gateway: base, Replicas: []string{base}, MockAlpha: as.URL, MockBeta: bs.URL,
@@ -200,8 +223,12 @@ var _ = Describe("llmgw on envtest", Ordered, func() {
 					if err := c.Get(ctx, client.ObjectKeyFromObject(keyTog.obj), &k); err != nil {
 						return err
 					}
+					// A merge patch, as kubectl would send: the controller
+					// writes statuses in the background, so an Update with
+					// the resourceVersion just read could meet a conflict.
+					orig := k.DeepCopy()
 					k.Spec.Disabled = disable
-					return c.Update(ctx, &k)
+					return c.Patch(ctx, &k, client.MergeFrom(orig))
 				},
 				Served: func(ctx context.Context, b string) bool { return specs.ModelsStatus(ctx, b, keyTog.plaintext) == want },
 			})
@@ -215,8 +242,9 @@ var _ = Describe("llmgw on envtest", Ordered, func() {
 		}
 		var k v1alpha1.GatewayKey
 		Expect(c.Get(ctx, client.ObjectKeyFromObject(keyTog.obj), &k)).To(Succeed())
+		orig := k.DeepCopy()
 		k.Spec.Disabled = true
-		Expect(c.Update(ctx, &k)).To(Succeed())
+		Expect(c.Patch(ctx, &k, client.MergeFrom(orig))).To(Succeed())
 		Eventually(func() string {
 			r, err := specs.RawChat(ctx, base, keyTog.plaintext, "chat-alpha", marker+" disabled", false)
 			if err != nil {
@@ -227,6 +255,15 @@ var _ = Describe("llmgw on envtest", Ordered, func() {
 
 		statuses := load.Stop()
 		loadStopped = true
+
+		By("every new alias and the toggled key say Programmed, reported by the gateway")
+		for i := range 20 {
+			o := &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("hot-%02d", i)}}
+			Eventually(conditions(ctx, c, o)).WithTimeout(10*time.Second).WithPolling(50*time.Millisecond).
+				Should(ContainSubstring("Programmed=True/Programmed Ready=True/Serving"), o.Name)
+		}
+		Eventually(conditions(ctx, c, keyTog.obj)).WithTimeout(10 * time.Second).WithPolling(50 * time.Millisecond).
+			Should(ContainSubstring("Programmed=True/Programmed Ready=False/Disabled"))
 		kubectlGet(env)
 		AddReportEntry("hot-load latency (envtest)", hl.String())
 		GinkgoWriter.Printf("hot-load on envtest: %s\n%s", hl, hl.Table())
@@ -247,6 +284,53 @@ var _ = Describe("llmgw on envtest", Ordered, func() {
 	})
 })
 
+const gatewayPodName = "llmgw-gateway-0"
+
+// gatewayPod creates the Pod the in-process gateway reports as, labelled as
+// the StatefulSet's are, and marks it ready as the kubelet would.
+func gatewayPod(ctx context.Context, c client.Client, name string) {
+	GinkgoHelper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}}
+	Expect(client.IgnoreAlreadyExists(c.Create(ctx, sa))).To(Succeed())
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		Labels: map[string]string{"app.kubernetes.io/name": "llmgw", "app.kubernetes.io/component": "gateway"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "gateway", Image: "llmgw"}}}}
+	Expect(c.Create(ctx, pod)).To(Succeed())
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "gateway", Ready: true, Image: "llmgw", ImageID: "llmgw",
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Now().Add(-time.Second).Truncate(time.Second))}}}}}
+	Expect(c.Status().Update(ctx, pod)).To(Succeed())
+}
+
+// conditions reads o and lists its conditions, "Type=Status/Reason ...", or
+// says that they describe an older generation.
+func conditions(ctx context.Context, c client.Client, o client.Object) func() string {
+	return func() string {
+		o.SetNamespace(ns)
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			return err.Error()
+		}
+		var conds []metav1.Condition
+		switch t := o.(type) {
+		case *v1alpha1.ProviderEndpoint:
+			conds = t.Status.Conditions
+		case *v1alpha1.ModelAlias:
+			conds = t.Status.Conditions
+		case *v1alpha1.GatewayKey:
+			conds = t.Status.Conditions
+		}
+		var out []string
+		for _, cd := range conds {
+			if cd.ObservedGeneration != o.GetGeneration() {
+				return fmt.Sprintf("%s describes generation %d, not %d", cd.Type, cd.ObservedGeneration, o.GetGeneration())
+			}
+			out = append(out, fmt.Sprintf("%s=%s/%s", cd.Type, cd.Status, cd.Reason))
+		}
+		return strings.Join(out, " ")
+	}
+}
+
 // kubectlGet logs what an operator sees (`kubectl get`), with the kubectl
 // built next to the envtest binaries, as evidence for the docs.
 func kubectlGet(env *envtest.Environment) {
@@ -262,7 +346,7 @@ func kubectlGet(env *envtest.Environment) {
 	Expect(err).NotTo(HaveOccurred())
 	path := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
 	Expect(os.WriteFile(path, kc, 0o600)).To(Succeed())
-	for _, args := range [][]string{{"get", "providerendpoints"}, {"get", "modelaliases"}, {"get", "gatewaykeys"}} {
+	for _, args := range [][]string{{"get", "providerendpoints"}, {"get", "modelaliases"}, {"get", "gatewaykeys", "-o", "wide"}} {
 		out, err := exec.Command(kubectl, append(args, "-n", ns, "--kubeconfig", path)...).CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), "kubectl %v: %s", args, out)
 		GinkgoWriter.Printf("kubectl %s -n %s\n%s", strings.Join(args, " "), ns, out)

@@ -178,27 +178,50 @@ var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 			out := k.must(ctx, "get", "gatewaykeys,modelaliases,providerendpoints")
 			GinkgoWriter.Printf("kubectl get gatewaykeys,modelaliases,providerendpoints -n %s\n%s", ns, redact(out))
 			tables := parseTables(out)
+			// Accepted, ResolvedRefs and Programmed of every kind; Programmed
+			// is True once both gateway pods reported running the snapshot.
+			served := func(row map[string]string, what string) {
+				GinkgoHelper()
+				for _, col := range []string{"ACCEPTED", "RESOLVEDREFS", "PROGRAMMED"} {
+					Expect(row).To(HaveKeyWithValue(col, "True"), "%s row %v", what, row)
+				}
+				Expect(row).NotTo(HaveKey("READY"), "READY is in -o wide only")
+			}
 			gk := tables.row("gatewaykey.llmgw.dev/" + keys["all"].id)
-			Expect(gk).To(HaveKeyWithValue("READY", "True"), "GatewayKey row %v", gk)
-			Expect(gk).To(HaveKeyWithValue("REASON", "Compiled"))
-			// spec.disabled is omitted when false (omitempty, no default), so
-			// the column is blank rather than "false".
-			Expect(gk["DISABLED"]).To(BeElementOf("false", ""))
+			served(gk, "GatewayKey")
+			// spec.disabled defaults to false in the schema, so the column says so.
+			Expect(gk).To(HaveKeyWithValue("DISABLED", "false"))
 			Expect(gk["PREFIX"]).To(HavePrefix("lgw_"))
 			Expect(gk["FINGERPRINT"]).To(MatchRegexp(`^[0-9a-f]{12}$`))
 			ma := tables.row("modelalias.llmgw.dev/chat-alpha")
-			Expect(ma).To(HaveKeyWithValue("READY", "True"), "ModelAlias row %v", ma)
+			served(ma, "ModelAlias")
 			Expect(ma).To(HaveKeyWithValue("PRIMARY", "alpha/alpha-large"))
 			Expect(ma).To(HaveKeyWithValue("FALLBACK", "beta/beta-large"))
 			pe := tables.row("providerendpoint.llmgw.dev/beta")
-			Expect(pe).To(HaveKeyWithValue("READY", "True"), "ProviderEndpoint row %v", pe)
+			served(pe, "ProviderEndpoint")
 			Expect(pe).To(HaveKeyWithValue("PROTOCOL", "anthropic"))
 			Expect(pe["URL"]).To(ContainSubstring("mock-beta"))
 
-			By("-o wide adds the reason of every kind")
+			By("-o wide adds Ready and its reason to every kind")
 			wide := parseTables(k.must(ctx, "get", "gatewaykeys,modelaliases,providerendpoints", "-o", "wide"))
-			Expect(wide.row("modelalias.llmgw.dev/chat-alpha")).To(HaveKeyWithValue("REASON", "Compiled"))
-			Expect(wide.row("providerendpoint.llmgw.dev/beta")).To(HaveKeyWithValue("REASON", "Compiled"))
+			for _, row := range []string{"gatewaykey.llmgw.dev/" + keys["all"].id, "modelalias.llmgw.dev/chat-alpha", "providerendpoint.llmgw.dev/beta"} {
+				Expect(wide.row(row)).To(HaveKeyWithValue("READY", "True"), row)
+				Expect(wide.row(row)).To(HaveKeyWithValue("REASON", "Serving"), row)
+			}
+
+			By("kubectl get -o yaml shows the defaults in effect")
+			var gkObj struct {
+				Spec struct {
+					Disabled  *bool
+					RateLimit map[string]int
+				}
+			}
+			Expect(k.getJSON(ctx, &gkObj, "gatewaykey", keys["all"].id)).To(Succeed())
+			Expect(gkObj.Spec.Disabled).To(HaveValue(BeFalse()))
+			var fb struct{ Spec map[string]any }
+			Expect(k.getJSON(ctx, &fb, "modelalias", "chat-alpha")).To(Succeed())
+			Expect(fb.Spec).To(HaveKeyWithValue("maxFallbacks", BeNumerically("==", 1)))
+			Expect(fb.Spec).To(HaveKeyWithValue("timeouts", HaveKeyWithValue("total", "60s")))
 		})
 
 		It("gives a ModelAlias with a dangling provider reference a Ready=False condition that says why, and serves everything else", func(ctx SpecContext) {
@@ -221,10 +244,18 @@ var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 			Expect(ready.Reason).To(Equal("ProviderNotFound"))
 			Expect(ready.Message).To(ContainSubstring(missing), "the message does not name the missing provider")
 			row := parseTables(k.must(ctx, "get", "modelalias", name, "-o", "wide")).row(name)
+			Expect(row).To(HaveKeyWithValue("ACCEPTED", "True"), "%v", row)
+			Expect(row).To(HaveKeyWithValue("RESOLVEDREFS", "False"), "%v", row)
+			Expect(row).To(HaveKeyWithValue("PROGRAMMED", "False"), "%v", row)
 			Expect(row).To(HaveKeyWithValue("READY", "False"), "%v", row)
 			Expect(row).To(HaveKeyWithValue("REASON", "ProviderNotFound"), "%v", row)
-			events := k.must(ctx, "get", "events", "--field-selector", "involvedObject.kind=ModelAlias,involvedObject.name="+name)
-			GinkgoWriter.Printf("events of %s:\n%s", name, events)
+			By("kubectl describe shows a Warning Event that says why")
+			Eventually(func() string {
+				return k.must(ctx, "get", "events", "--field-selector", "involvedObject.kind=ModelAlias,involvedObject.name="+name)
+			}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(And(ContainSubstring("Warning"), ContainSubstring("ProviderNotFound"), ContainSubstring(missing)))
+			describe := k.must(ctx, "describe", "modelalias", name)
+			GinkgoWriter.Printf("kubectl describe modelalias %s:\n%s", name, describe)
+			Expect(describe).To(ContainSubstring("ProviderNotFound"))
 			for _, base := range replicas() {
 				ids, status, _, err := specs.Models(ctx, base, key("all"))
 				Expect(err).NotTo(HaveOccurred())
@@ -232,6 +263,28 @@ var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 				Expect(ids).NotTo(ContainElement(name), "a dangling alias is served by %s", base)
 				Expect(ids).To(ContainElements("chat-alpha", "chat-beta", "e2e-fallback"), "one bad alias degraded the others on %s", base)
 				Expect(specs.Status(ctx, base, key("all"), "e2e-fallback", marker+" still")).To(Equal(http.StatusOK))
+			}
+		})
+
+		It("serves an alias whose fallback is broken through its primary, says Degraded, and keeps serving the key that lists only it", func(ctx SpecContext) {
+			name, missing := "e2e-degraded-"+run, "e2e-missing-"+run
+			cleanup = append(cleanup, "modelalias/"+name)
+			Expect(k.apply(ctx, aliasYAML(name, "alpha", "alpha-large", "  fallbacks:\n  - provider: "+missing+"\n    model: whatever\n"))).To(Succeed())
+			id := "e2e-degraded-" + run
+			only := createKey(ctx, k, llmgw, tmp, id, name, 100000, 10000)
+			cleanup = append(cleanup, "gatewaykey/"+id)
+			DeferCleanup(func(ctx SpecContext) {
+				_, _ = k.run(ctx, nil, "-n", ns, "delete", "modelalias/"+name, "gatewaykey/"+id, "--ignore-not-found")
+			})
+			By("Ready (served by every gateway pod), with ResolvedRefs False")
+			waitReady(ctx, k, time.Minute, "modelalias/"+name, "gatewaykey/"+id)
+			row := parseTables(k.must(ctx, "get", "modelalias", name, "-o", "wide")).row(name)
+			Expect(row).To(HaveKeyWithValue("RESOLVEDREFS", "False"), "%v", row)
+			Expect(row).To(HaveKeyWithValue("PROGRAMMED", "True"), "%v", row)
+			Expect(row).To(HaveKeyWithValue("REASON", "Degraded"), "%v", row)
+			By("the key that may use only this alias is not refused as unknown: it chats through the primary")
+			for _, base := range replicas() {
+				Expect(specs.Status(ctx, base, only.plaintext, name, marker+" degraded")).To(Equal(http.StatusOK), "through %s", base)
 			}
 		})
 	})
