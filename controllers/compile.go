@@ -453,7 +453,9 @@ func compileKey(now time.Time, gk *v1alpha1.GatewayKey, aliases map[string]bool,
 	// ResolvedRefs: models naming aliases that are not served are left out of
 	// this key's entry (the snapshot refuses dangling names); requests for
 	// them fail as unknown models either way, and they come back when the
-	// alias does. The key itself stays as long as one model is served.
+	// alias does. The key itself always stays: a key whose aliases are all
+	// broken still authenticates, so its callers get 403 model_not_allowed
+	// (the model is the problem), never 401 invalid_api_key.
 	var servedModels, dropped []string
 	for _, m := range k.Models {
 		if m == snapshot.AllModels || aliases[m] {
@@ -468,10 +470,10 @@ func compileKey(now time.Time, gk *v1alpha1.GatewayKey, aliases map[string]bool,
 	case len(servedModels) > 0:
 		res.ResolvedRefs = isFalse(v1alpha1.ReasonAliasNotFound, "no served alias for %s; the key works for its other models", quoteList(dropped))
 	default:
-		res.ResolvedRefs = isFalse(v1alpha1.ReasonAliasNotFound, "none of the key's models is served: %s; the key is left out of the snapshot until one is", quoteList(dropped))
+		res.ResolvedRefs = isFalse(v1alpha1.ReasonAliasNotFound, "none of the key's models is served: %s; the key authenticates, and its requests get 403 model_not_allowed until one is", quoteList(dropped))
 	}
 	k.Models = servedModels
-	res.InSnapshot = res.Accepted.Status && len(servedModels) > 0
+	res.InSnapshot = res.Accepted.Status
 	if !res.InSnapshot {
 		return k, res
 	}

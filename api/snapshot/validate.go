@@ -68,7 +68,7 @@ func (s *Snapshot) Validate() error {
 			add("%s: duplicate key prefix %s", obj, k.Prefix)
 		}
 		prefixes[k.Prefix] = true
-		errs = append(errs, validateKey(obj, k)...)
+		errs = append(errs, validateKey(obj, k, false)...)
 		for _, m := range k.Models {
 			if m != AllModels && validName(m) == nil && !aliases[m] {
 				add("%s: models: alias %s does not exist", obj, quote(m))
@@ -91,11 +91,11 @@ func (s *Snapshot) Validate() error {
 	return errors.Join(errs...)
 }
 
-// ValidateKey checks one key on its own: everything Validate checks about a key
-// except uniqueness and whether its models exist. `llmgw keys create` uses it when
-// it has no snapshot to check against (e.g. when writing a GatewayKey resource).
+// ValidateKey checks one key as it is defined (`llmgw keys create`, a
+// GatewayKey resource): everything Validate checks about a key except
+// uniqueness and whether its models exist, and it needs at least one model.
 func ValidateKey(k *Key) error {
-	errs := validateKey("key "+label(k.ID, 0), k)
+	errs := validateKey("key "+label(k.ID, 0), k, true)
 	errs = append(errs, findPlaintextKeys(k)...)
 	return errors.Join(errs...)
 }
@@ -180,7 +180,11 @@ func validateAlias(obj string, a *Alias, providers map[string]bool) []error {
 	return errs
 }
 
-func validateKey(obj string, k *Key) []error {
+// validateKey checks one key. A snapshot may hold a key whose models list is
+// empty (requireModels false): the controller leaves out model names whose
+// alias is not served, and a key left with none still authenticates (its
+// callers get 403/404 on models, not 401 on their key).
+func validateKey(obj string, k *Key, requireModels bool) []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(obj+": "+format, args...)) }
 	if err := validName(k.ID); err != nil {
@@ -192,7 +196,7 @@ func validateKey(obj string, k *Key) []error {
 	if !keyformat.ValidHash(k.Hash) {
 		add("hash must be %q followed by 64 lowercase hex chars (store the hash, never the key)", keyformat.HashPrefix)
 	}
-	if len(k.Models) == 0 {
+	if requireModels && len(k.Models) == 0 {
 		add("models is empty: list alias names or %q (use disabled to block a key)", AllModels)
 	}
 	for _, m := range k.Models {

@@ -141,7 +141,6 @@ func TestValidateRules(t *testing.T) {
 			[]string{`provider "a b": name "a b" contains whitespace`}},
 		{"empty model", func(s *Snapshot) { s.Aliases[0].Primary.Model = "" }, []string{`alias "chat-alpha": primary: model is empty`}},
 		{"empty key id", func(s *Snapshot) { s.Keys[0].ID = "" }, []string{`key #0: id is empty`}},
-		{"empty models", func(s *Snapshot) { s.Keys[1].Models = nil }, []string{`key "key-b": models is empty`}},
 		{"model with space", func(s *Snapshot) { s.Keys[1].Models = []string{"chat alpha"} }, []string{`key "key-b": models: alias name "chat alpha" contains whitespace`}},
 	}
 	for _, c := range cases {
@@ -217,4 +216,29 @@ func TestValidateKey(t *testing.T) {
 	}
 	k.Hash = plainB
 	mustContainAll(t, ValidateKey(&k), "hash must be", "looks like a plaintext gateway key")
+}
+
+// A key is defined with at least one model, but a snapshot may carry it with
+// none: the controller leaves out the names whose alias is not served, and
+// the key must keep authenticating (403/404 on models, never 401).
+func TestKeyWithoutModels(t *testing.T) {
+	k := validSnapshot().Keys[1]
+	k.Models = nil
+	mustContainAll(t, ValidateKey(&k), "models is empty")
+	s := validSnapshot()
+	s.Keys[1].Models = nil
+	if err := s.Validate(); err != nil {
+		t.Fatalf("a snapshot with a key left without models: %v", err)
+	}
+	b, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(b)
+	if err != nil {
+		t.Fatalf("parsing it back: %v\n%s", err, b)
+	}
+	if len(back.Keys[1].Models) != 0 {
+		t.Fatalf("models after a round trip: %v", back.Keys[1].Models)
+	}
 }
