@@ -251,7 +251,7 @@ func compileProvider(in Inputs, pe *v1alpha1.ProviderEndpoint) (snapshot.Provide
 		case !found:
 			res.ResolvedRefs = isFalse(v1alpha1.ReasonSecretNotFound, "Secret %q not found", ref.Name)
 		case !slices.Contains(keys, ref.Key):
-			res.ResolvedRefs = isFalse(v1alpha1.ReasonSecretKeyNotFound, "Secret %q has no key %q", ref.Name, ref.Key)
+			res.ResolvedRefs = isFalse(v1alpha1.ReasonSecretKeyNotFound, "Secret %q has no key %q, or its value is empty", ref.Name, ref.Key)
 		default:
 			res.ResolvedRefs = isTrue(v1alpha1.ReasonResolvedRefs, "Secret %q has key %q", ref.Name, ref.Key)
 		}
@@ -530,14 +530,21 @@ func quoteList(s []string) string {
 // oneLine joins errors.Join's lines: condition messages are single-line.
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
 
-// secretKeys lists a Secret's data keys, sorted: all Compile needs of a Secret.
+// secretKeys lists a Secret's data keys with a non-empty value, sorted: all
+// Compile needs of a Secret (an empty value is no credential). In the
+// controller's cache every value is replaced by a marker (stripSecret), so
+// this sees presence, never content; a change of it recompiles.
 func secretKeys(s *corev1.Secret) []string {
 	keys := make([]string, 0, len(s.Data)+len(s.StringData))
-	for k := range s.Data {
-		keys = append(keys, k)
+	for k, v := range s.Data {
+		if len(v) > 0 {
+			keys = append(keys, k)
+		}
 	}
-	for k := range s.StringData {
-		keys = appendUnique(keys, k)
+	for k, v := range s.StringData {
+		if v != "" {
+			keys = appendUnique(keys, k)
+		}
 	}
 	slices.Sort(keys)
 	return keys

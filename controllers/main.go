@@ -267,8 +267,17 @@ func stripSecret(obj any) (any, error) {
 		Type: s.Type,
 		Data: make(map[string][]byte, len(s.Data)),
 	}
-	for k := range s.Data {
-		out.Data[k] = nil
+	for k, v := range s.Data {
+		if len(v) > 0 {
+			out.Data[k] = secretValuePresent
+		} else {
+			out.Data[k] = nil
+		}
 	}
 	return out, nil
 }
+
+// secretValuePresent stands in for every non-empty value in the cache: the
+// controller must tell an empty credential from a set one (ResolvedRefs, and
+// a Secret fixed after the fact recompiles), never what it is.
+var secretValuePresent = []byte{1}

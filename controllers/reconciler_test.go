@@ -48,7 +48,7 @@ func TestStripSecret(t *testing.T) {
 	in := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "n", UID: types.UID("u"), ResourceVersion: "7",
 			Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"stringData":{"k":"v"}}`}},
-		Data: map[string][]byte{"apiKey": []byte("sk-secret")},
+		Data: map[string][]byte{"apiKey": []byte("sk-secret"), "blank": {}},
 	}
 	out, err := stripSecret(in)
 	if err != nil {
@@ -58,8 +58,16 @@ func TestStripSecret(t *testing.T) {
 	if s.Name != "s" || s.Namespace != "n" || s.ResourceVersion != "7" {
 		t.Fatalf("identity lost: %+v", s.ObjectMeta)
 	}
-	if v, ok := s.Data["apiKey"]; !ok || v != nil {
-		t.Fatalf("want key kept, value dropped: %q", s.Data)
+	// Presence survives, content does not: a set value becomes the marker,
+	// an empty one nil, and only the set one counts as a credential.
+	if v, ok := s.Data["apiKey"]; !ok || string(v) != string(secretValuePresent) {
+		t.Fatalf("want key kept, value replaced by the marker: %q", s.Data)
+	}
+	if v, ok := s.Data["blank"]; !ok || v != nil {
+		t.Fatalf("want the empty value kept empty: %q", s.Data)
+	}
+	if got := secretKeys(s); len(got) != 1 || got[0] != "apiKey" {
+		t.Fatalf("secretKeys of the stripped Secret: %v, want [apiKey]", got)
 	}
 	if len(s.Annotations) != 0 {
 		t.Fatalf("annotations may repeat the secret: %v", s.Annotations)
