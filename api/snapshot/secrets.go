@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/llmgw/llmgw/api/keyformat"
 )
@@ -33,31 +34,99 @@ type pathSeg struct {
 	index  int // the field's or the element's
 }
 
+// walkStrings visits every string reachable from v through exported
+// fields, list elements and pointers. A per-type plan lists only the fields
+// that can hold a string, so the integers, booleans and times of 50,000 keys
+// are not visited at all; an interface is walked generically.
 func walkStrings(v reflect.Value, path *[]pathSeg, visit func(s string)) {
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if !v.IsNil() {
-			walkStrings(v.Elem(), path, visit)
-		}
+	if w := walkerFor(v.Type()); w != nil {
+		w(v, path, visit)
+	}
+}
+
+type walker func(v reflect.Value, path *[]pathSeg, visit func(string))
+
+var walkers sync.Map // reflect.Type → walker (nil: no string inside)
+
+func walkerFor(t reflect.Type) walker {
+	if w, ok := walkers.Load(t); ok {
+		return w.(walker)
+	}
+	w := buildWalker(t, map[reflect.Type]bool{})
+	walkers.Store(t, w)
+	return w
+}
+
+func buildWalker(t reflect.Type, building map[reflect.Type]bool) walker {
+	if building[t] {
+		return walkAny // a recursive type: walk it generically
+	}
+	building[t] = true
+	defer delete(building, t)
+	switch t.Kind() {
 	case reflect.String:
-		visit(v.String())
+		return func(v reflect.Value, _ *[]pathSeg, visit func(string)) { visit(v.String()) }
+	case reflect.Interface:
+		return walkAny
+	case reflect.Pointer:
+		elem := buildWalker(t.Elem(), building)
+		if elem == nil {
+			return nil
+		}
+		return func(v reflect.Value, path *[]pathSeg, visit func(string)) {
+			if !v.IsNil() {
+				elem(v.Elem(), path, visit)
+			}
+		}
 	case reflect.Slice, reflect.Array:
-		for i := 0; i < v.Len(); i++ {
-			*path = append(*path, pathSeg{elem: v.Index(i), index: i})
-			walkStrings(v.Index(i), path, visit)
-			*path = (*path)[:len(*path)-1]
+		elem := buildWalker(t.Elem(), building)
+		if elem == nil {
+			return nil
+		}
+		return func(v reflect.Value, path *[]pathSeg, visit func(string)) {
+			for i := 0; i < v.Len(); i++ {
+				*path = append(*path, pathSeg{elem: v.Index(i), index: i})
+				elem(v.Index(i), path, visit)
+				*path = (*path)[:len(*path)-1]
+			}
 		}
 	case reflect.Struct:
-		t := v.Type()
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			*path = append(*path, pathSeg{parent: t, index: i})
-			walkStrings(v.Field(i), path, visit)
-			*path = (*path)[:len(*path)-1]
+		type field struct {
+			index int
+			walk  walker
 		}
+		var fields []field
+		for i := 0; i < t.NumField(); i++ {
+			if f := t.Field(i); f.IsExported() {
+				if w := buildWalker(f.Type, building); w != nil {
+					fields = append(fields, field{i, w})
+				}
+			}
+		}
+		if len(fields) == 0 {
+			return nil
+		}
+		return func(v reflect.Value, path *[]pathSeg, visit func(string)) {
+			for _, f := range fields {
+				*path = append(*path, pathSeg{parent: t, index: f.index})
+				f.walk(v.Field(f.index), path, visit)
+				*path = (*path)[:len(*path)-1]
+			}
+		}
+	}
+	return nil
+}
+
+// walkAny walks by the value's dynamic type: interfaces, recursive types.
+func walkAny(v reflect.Value, path *[]pathSeg, visit func(string)) {
+	for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return
+		}
+		v = v.Elem()
+	}
+	if w := walkerFor(v.Type()); w != nil {
+		w(v, path, visit)
 	}
 }
 
