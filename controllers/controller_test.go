@@ -3,7 +3,6 @@ package controllers
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
+	"github.com/llmgw/llmgw/test/testutil"
 )
 
 var nsCounter atomic.Int32
@@ -39,16 +39,27 @@ func samplesYAML() string {
 	return filesYAML(paths...)
 }
 
-// published reads and parses the snapshot ConfigMap (empty, Version "", if absent).
+// published assembles the published snapshot from its head and parts, as a
+// gateway does (empty, Version "", if there is no head).
 func published(ns string) *snapshot.Snapshot {
 	var cm corev1.ConfigMap
 	if err := k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: snapshot.DefaultConfigMapName}, &cm); err != nil {
 		return &snapshot.Snapshot{}
 	}
-	s, err := snapshot.Parse([]byte(cm.Data[snapshot.ConfigMapKey]))
-	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "the published snapshot must parse strictly")
-	ExpectWithOffset(1, cm.Annotations[VersionAnnotation]).To(Equal(s.Version))
+	s, err := testutil.ReadSnapshot(func(name string) (*corev1.ConfigMap, error) {
+		var cm corev1.ConfigMap
+		return &cm, k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: name}, &cm)
+	}, snapshot.DefaultConfigMapName)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "the published snapshot must assemble to its head's version")
 	return s
+}
+
+// snapshotConfigMaps lists the head and parts of the snapshot in ns.
+func snapshotConfigMaps(ns string) []corev1.ConfigMap {
+	var l corev1.ConfigMapList
+	ExpectWithOffset(1, k8sClient.List(suiteCtx, &l, client.InNamespace(ns),
+		client.MatchingLabels{snapshot.SnapshotLabel: snapshot.DefaultConfigMapName})).To(Succeed())
+	return l.Items
 }
 
 func aliasNames(s *snapshot.Snapshot) []string {
@@ -329,10 +340,10 @@ spec: {primary: {provider: vendor, model: big}}`, ns)
 		Expect(k8sClient.Update(suiteCtx, secret)).To(Succeed())
 		Eventually(providerReady(ns, "vendor"), eventually).Should(Equal(inSnapshot))
 		Eventually(aliasReady(ns, "chat"), eventually).Should(Equal(inSnapshot))
-		var cm corev1.ConfigMap
-		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: snapshot.DefaultConfigMapName}, &cm)).To(Succeed())
-		Expect(cm.Data[snapshot.ConfigMapKey]).To(ContainSubstring(`"secretName": "vendor-key"`))
-		Expect(cm.Data[snapshot.ConfigMapKey]).NotTo(ContainSubstring("sk-test-value"))
+		Expect(published(ns).Providers[0].Credential).To(Equal(&snapshot.Credential{SecretName: "vendor-key", SecretKey: "apiKey"}))
+		body, err := snapshot.Encode(published(ns))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(body)).NotTo(ContainSubstring("sk-test-value"))
 
 		Expect(k8sClient.Delete(suiteCtx, secret)).To(Succeed())
 		Eventually(providerReady(ns, "vendor"), eventually).Should(Equal("False/SecretNotFound"))
@@ -411,14 +422,34 @@ spec:
 		By("someone edits the ConfigMap")
 		var cm corev1.ConfigMap
 		Expect(k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: snapshot.DefaultConfigMapName}, &cm)).To(Succeed())
-		cm.Data[snapshot.ConfigMapKey] = "{}"
+		cm.Data[snapshot.HeadKey] = "{}"
 		Expect(k8sClient.Update(suiteCtx, &cm)).To(Succeed())
 		Eventually(func() string {
 			var cm corev1.ConfigMap
 			_ = k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: snapshot.DefaultConfigMapName}, &cm)
-			return cm.Annotations[VersionAnnotation] + " " + fmt.Sprint(strings.HasPrefix(cm.Data[snapshot.ConfigMapKey], "{\n"))
-		}, eventually).Should(Equal(version + " true"))
+			h, err := snapshot.ParseHead([]byte(cm.Data[snapshot.HeadKey]))
+			if err != nil {
+				return err.Error()
+			}
+			return cm.Annotations[VersionAnnotation] + " " + h.Version
+		}, eventually).Should(Equal(version + " " + version))
 		Eventually(func() string { return published(ns).Version }, eventually).Should(Equal(version))
+
+		By("someone deletes a part")
+		for _, p := range snapshotConfigMaps(ns) {
+			if p.Name != snapshot.DefaultConfigMapName {
+				Expect(k8sClient.Delete(suiteCtx, &p)).To(Succeed())
+				break
+			}
+		}
+		Eventually(func() error {
+			_, err := testutil.ReadSnapshot(func(name string) (*corev1.ConfigMap, error) {
+				var cm corev1.ConfigMap
+				return &cm, k8sClient.Get(suiteCtx, client.ObjectKey{Namespace: ns, Name: name}, &cm)
+			}, snapshot.DefaultConfigMapName)
+			return err
+		}, eventually).Should(Succeed())
+		Expect(published(ns).Version).To(Equal(version))
 
 		By("someone deletes the ConfigMap")
 		Expect(k8sClient.Delete(suiteCtx, &cm)).To(Succeed())

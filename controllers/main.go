@@ -13,7 +13,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -58,7 +57,30 @@ type Options struct {
 	// GatewayStatusConfigMap is where the gateways report ("":
 	// gatewaystatus.DefaultConfigMapName).
 	GatewayStatusConfigMap string
+	// KubeAPIQPS and KubeAPIBurst bound the manager's client (reads and the
+	// snapshot's writes); StatusQPS, StatusBurst and StatusWorkers bound the
+	// status writer, which has a client of its own (statuswriter.go). 0
+	// takes the Default* values.
+	KubeAPIQPS    float64
+	KubeAPIBurst  int
+	StatusQPS     float64
+	StatusBurst   int
+	StatusWorkers int
+	// ShardBytes is the uncompressed JSON one key shard of the snapshot
+	// aims at (0: the snapshot package's default); tests make it small.
+	ShardBytes int
 }
+
+// Client rates: the status writer may use more than the manager because it
+// is what grows with the number of objects (one patch per changed status),
+// and it runs apart so that it never holds up a snapshot write.
+const (
+	DefaultKubeAPIQPS    = 50
+	DefaultKubeAPIBurst  = 100
+	DefaultStatusQPS     = 100
+	DefaultStatusBurst   = 200
+	DefaultStatusWorkers = 8
+)
 
 // DefaultLeaderElectionID is the Lease the role in config/rbac allows.
 const DefaultLeaderElectionID = "llmgw-controller-leader"
@@ -83,6 +105,11 @@ func Main(ctx context.Context, args []string) error {
 	fs.DurationVar(&o.DebounceMax, "debounce-max", time.Second, "longest `wait` for a quiet period under a stream of changes")
 	fs.StringVar(&o.GatewaySelector, "gateway-selector", DefaultGatewaySelector, "label `selector` of the gateway Pods whose reported snapshot version decides the Programmed condition")
 	fs.StringVar(&o.GatewayStatusConfigMap, "gateway-status-configmap", gatewaystatus.DefaultConfigMapName, "`name` of the ConfigMap the gateways report the snapshot version they run into (the controller creates it)")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", DefaultKubeAPIQPS, "sustained `requests per second` of the controller's API client (reads, snapshot writes)")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", DefaultKubeAPIBurst, "`requests` the controller's API client may send in a burst")
+	fs.Float64Var(&o.StatusQPS, "status-qps", DefaultStatusQPS, "sustained status patches per `second` (a client of their own, so a backlog never delays a snapshot write)")
+	fs.IntVar(&o.StatusBurst, "status-burst", DefaultStatusBurst, "status `patches` in a burst")
+	fs.IntVar(&o.StatusWorkers, "status-workers", DefaultStatusWorkers, "status patches in flight at once (`n`; never two for one object)")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -104,6 +131,14 @@ func Main(ctx context.Context, args []string) error {
 		return err
 	}
 	return Run(ctx, cfg, o, log)
+}
+
+// withRate is a copy of cfg whose client-side rate limit is qps/burst (or
+// the defaults for 0).
+func withRate(cfg *rest.Config, qps, defQPS float64, burst, defBurst int) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = float32(cmp.Or(qps, defQPS)), cmp.Or(burst, defBurst)
+	return c
 }
 
 func envOr(k, def string) string {
@@ -169,9 +204,11 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, *Re
 		// cluster-wide, and one controller serves one namespace.
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{o.Namespace: {}},
+			DefaultTransform:  trimForCache,
 			ByObject: map[client.Object]cache.ByObject{
-				// The field selector lets RBAC pin list/watch to the one name.
-				&corev1.ConfigMap{}: {Field: fields.OneTermEqualSelector("metadata.name", o.ConfigMapName)},
+				// The snapshot's head and parts (metadata only: the watch is
+				// there to repair edits and deletions, publish reads uncached).
+				&corev1.ConfigMap{}: {Label: snapshotSelector(o.ConfigMapName)},
 				// Only names and data keys are kept: credential values (and the
 				// last-applied annotation that would repeat them) never sit in
 				// this process's memory.
@@ -194,7 +231,7 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, *Re
 		t := true
 		mopts.Controller.SkipNameValidation = &t
 	}
-	mgr, err := ctrl.NewManager(cfg, mopts)
+	mgr, err := ctrl.NewManager(withRate(cfg, o.KubeAPIQPS, DefaultKubeAPIQPS, o.KubeAPIBurst, DefaultKubeAPIBurst), mopts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating manager: %w", err)
 	}
@@ -214,6 +251,15 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, *Re
 		DebounceMax:   max(o.DebounceMax, o.Debounce),
 		Log:           log.WithName("snapshot"),
 		Recorder:      mgr.GetEventRecorder(FieldOwner),
+	}
+	r.delivery.ShardBytes = o.ShardBytes
+	statusClient, err := client.New(withRate(cfg, o.StatusQPS, DefaultStatusQPS, o.StatusBurst, DefaultStatusBurst), client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the status client: %w", err)
+	}
+	r.statuses = newStatusWriter(statusClient, cmp.Or(o.StatusWorkers, DefaultStatusWorkers), log.WithName("status"))
+	if err := mgr.Add(r.statuses); err != nil {
+		return nil, nil, fmt.Errorf("adding the status writer: %w", err)
 	}
 	if r.Gateways, err = newGatewayWatch(mgr, o.Namespace, o.GatewayStatusConfigMap, o.GatewaySelector, log.WithName("gateways")); err != nil {
 		return nil, nil, err

@@ -48,13 +48,14 @@ const (
 // list the gateway Pods (which are ready), hold its leader Lease, record
 // Events (events.k8s.io/v1; the core group for leader election's).
 // make manifests turns these into config/rbac/role.yaml. create cannot be
-// limited by resourceNames.
+// limited by resourceNames, nor can list/watch with a label selector or the
+// deletion of the snapshot's parts, whose names carry their content hash.
 //
 // +kubebuilder:rbac:groups=llmgw.dev,namespace=llmgw-system,resources=providerendpoints;modelaliases;gatewaykeys,verbs=list;watch
 // +kubebuilder:rbac:groups=llmgw.dev,namespace=llmgw-system,resources=providerendpoints/status;modelaliases/status;gatewaykeys/status,verbs=patch
 // +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=secrets,verbs=list;watch
-// +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=configmaps,verbs=create
-// +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=configmaps,resourceNames=llmgw-snapshot,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=configmaps,verbs=create;list;watch;delete
+// +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=configmaps,resourceNames=llmgw-snapshot,verbs=get;update
 // +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=configmaps,resourceNames=llmgw-gateway-status,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=llmgw-system,resources=leases,verbs=create
@@ -105,6 +106,11 @@ type Reconciler struct {
 	mu                    sync.Mutex
 	firstEvent, lastEvent time.Time
 	writes                int64
+	// delivery is the publisher's memory (publish.go).
+	delivery delivery
+	// statuses writes statuses in the background (statuswriter.go); nil:
+	// patchStatus writes them itself.
+	statuses *statusWriter
 	// pubs is touched by Reconcile only (MaxConcurrentReconciles: 1).
 	pubs    publications
 	decided map[objectRef]condSet
@@ -187,9 +193,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return !ok1 || !ok2 || !slices.Equal(secretKeys(o), secretKeys(n))
 		},
 	})
-	ours := builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetName() == r.ConfigMapName
-	}))
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("snapshot").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
@@ -197,7 +200,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.ModelAlias{}, r.enqueueAll(), spec).
 		Watches(&v1alpha1.GatewayKey{}, r.enqueueAll(), spec).
 		Watches(&corev1.Secret{}, r.enqueueAll(), secretKeysChanged).
-		Watches(&corev1.ConfigMap{}, r.enqueueAll(), ours)
+		Watches(&corev1.ConfigMap{}, r.enqueueAll(), builder.OnlyMetadata, r.snapshotEvents())
 	if g := r.Gateways; g != nil {
 		// What the gateways run decides Programmed: their reports, and
 		// which of their Pods exist and are ready.
@@ -232,13 +235,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	snap, st := Compile(in)
 	compiles.Inc()
 	var writeErr error
-	body, err := snapshot.Encode(&snap)
-	if err != nil {
+	if _, err := snapshot.Encode(&snap); err != nil {
 		// Compile validates each object on its own, so this is a bug; the
 		// gateways keep serving the previous snapshot.
 		log.Error(err, "compiled snapshot is invalid; keeping the published one")
 		writeErr = fmt.Errorf("the compiled snapshot is invalid (a controller bug): %w", err)
-	} else if err := r.publish(ctx, log, snap.Version, body); err != nil {
+	} else if err := r.publish(ctx, log, &snap); err != nil {
 		log.Error(err, "writing the snapshot failed; statuses say so, retrying")
 		writeErr = err
 	} else {

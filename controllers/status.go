@@ -72,8 +72,16 @@ func (r *Reconciler) updateStatuses(ctx context.Context, in Inputs, st Statuses,
 	return errors.Join(errs...)
 }
 
+// patchStatus hands the status to the background writer (statuswriter.go)
+// when there is one, as under a manager, so the reconcile never waits for
+// status writes; without one (a bare Reconciler in tests) it patches here.
 func (r *Reconciler) patchStatus(ctx context.Context, obj, orig client.Object, before, after any) error {
-	if equality.Semantic.DeepEqual(before, after) {
+	unchanged := equality.Semantic.DeepEqual(before, after)
+	if r.statuses != nil {
+		r.statuses.enqueue(obj, orig, unchanged)
+		return nil
+	}
+	if unchanged {
 		return nil
 	}
 	err := r.Client.Status().Patch(ctx, obj, client.MergeFrom(orig), client.FieldOwner(FieldOwner))

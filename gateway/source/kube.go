@@ -7,11 +7,8 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/llmgw/llmgw/api/snapshot"
@@ -28,6 +25,9 @@ type KubeConfig struct {
 	// rotated credential is used without a restart (0: never).
 	CredentialRefresh time.Duration
 	Logger            *slog.Logger
+	// PartWait is how long the head may name parts that are missing or
+	// damaged before the gateway reports it (0: 30 s).
+	PartWait time.Duration
 	// StatusConfigMap and PodName: where this replica reports the snapshot
 	// version it runs (report.go); either empty turns reporting off.
 	StatusConfigMap string
@@ -94,7 +94,8 @@ func (k *Kube) Credentials() server.CredentialSource {
 func (k *Kube) Start(ctx context.Context, sink Sink) error {
 	sink = k.reporting(ctx, sink)
 	go func() {
-		if err := watch(ctx, k.client, k.cfg.Namespace, k.cfg.ConfigMap, func(s *snapshot.Snapshot) { k.apply(ctx, sink, s) }, sink.ReportReloadError); err != nil {
+		if err := watchParts(ctx, k.client, k.cfg.Namespace, k.cfg.ConfigMap, func(s *snapshot.Snapshot) { k.apply(ctx, sink, s) }, sink.ReportReloadError,
+			k.log, k.cfg.PartWait); err != nil {
 			return // ctx ended before the first sync
 		}
 		if sink.Version() == "" {
@@ -162,55 +163,4 @@ func (k *Kube) maintain(ctx context.Context, sink Sink) {
 		}
 		k.applyMu.Unlock()
 	}
-}
-
-// watch runs an informer restricted to namespace/name until ctx ends. Every
-// add or update hands the parsed snapshot to apply, or the parse error to
-// reject; the caller keeps its last good snapshot on reject. It returns once
-// the informer has synced (or ctx ended), leaving the watch running.
-func watch(ctx context.Context, cs kubernetes.Interface, namespace, name string,
-	apply func(*snapshot.Snapshot), reject func(error)) error {
-	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "configmaps", namespace,
-		fields.OneTermEqualSelector("metadata.name", name))
-	handle := func(obj any) {
-		cm, ok := obj.(*corev1.ConfigMap)
-		if !ok || cm.Name != name {
-			return
-		}
-		snap, err := decode(cm)
-		if err != nil {
-			reject(err)
-			return
-		}
-		apply(snap)
-	}
-	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: lw,
-		ObjectType:    &corev1.ConfigMap{},
-		Handler: cache.ResourceEventHandlerFuncs{
-			AddFunc:    handle,
-			UpdateFunc: func(_, obj any) { handle(obj) },
-			DeleteFunc: func(any) {
-				reject(fmt.Errorf("snapshot ConfigMap %s/%s was deleted; keeping the running snapshot", namespace, name))
-			},
-		},
-	})
-	go informer.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
-		return fmt.Errorf("watching ConfigMap %s/%s: %w", namespace, name, context.Cause(ctx))
-	}
-	return nil
-}
-
-// decode parses the snapshot carried by a ConfigMap.
-func decode(cm *corev1.ConfigMap) (*snapshot.Snapshot, error) {
-	data, ok := cm.Data[snapshot.ConfigMapKey]
-	if !ok {
-		return nil, fmt.Errorf("ConfigMap %s/%s has no %q key", cm.Namespace, cm.Name, snapshot.ConfigMapKey)
-	}
-	snap, err := snapshot.Parse([]byte(data))
-	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
-	}
-	return snap, nil
 }

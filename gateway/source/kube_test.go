@@ -41,31 +41,12 @@ func startEnvtest(t *testing.T) *envtest.Environment {
 	return env
 }
 
-func putSnapshot(t *testing.T, cs kubernetes.Interface, ns string, data string) {
+// putSnapshot publishes snap as the controller does: parts, then the head.
+func putSnapshot(t *testing.T, cs kubernetes.Interface, ns string, snap *snapshot.Snapshot) {
 	t.Helper()
-	ctx := context.Background()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: snapshot.DefaultConfigMapName, Namespace: ns},
-		Data: map[string]string{snapshot.ConfigMapKey: data}}
-	cur, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, cm.Name, metav1.GetOptions{})
-	if err != nil {
-		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	cur.Data = cm.Data
-	if _, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+	if _, err := testutil.PublishSnapshot(context.Background(), cs, ns, snapshot.DefaultConfigMapName, snap.Clone()); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func encode(t *testing.T, s *snapshot.Snapshot) string {
-	t.Helper()
-	b, err := snapshot.Encode(s.Clone())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // Kubernetes mode: the gateway hot-loads every change of its ConfigMap while
@@ -92,11 +73,11 @@ func TestKubernetesHotLoad(t *testing.T) {
 	snap.Providers[1].Credential = &snapshot.Credential{SecretName: "beta-cred", SecretKey: "apiKey"}
 	snap.Keys[1].RateLimit = snapshot.RateLimit{RPM: 100000, Burst: 10000}
 	snap.Keys[0].RateLimit = snapshot.RateLimit{RPM: 100000, Burst: 10000} // polled while waiting for beta
-	putSnapshot(t, cs, ns, encode(t, snap))
+	putSnapshot(t, cs, ns, snap)
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	src, err := source.NewKube(source.KubeConfig{Namespace: ns, ConfigMap: snapshot.DefaultConfigMapName, RestConfig: env.Config,
-		CredentialRefresh: 200 * time.Millisecond, Logger: log})
+		CredentialRefresh: 200 * time.Millisecond, PartWait: 500 * time.Millisecond, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +152,7 @@ func TestKubernetesHotLoad(t *testing.T) {
 	// A new alias.
 	snap.Aliases = append(snap.Aliases, snapshot.Alias{Name: "chat-new", Primary: snapshot.Route{Provider: "beta", Model: "beta-new"}})
 	snap.Keys[0].Models = append(snap.Keys[0].Models, "chat-new")
-	putSnapshot(t, cs, ns, encode(t, snap))
+	putSnapshot(t, cs, ns, snap)
 	waitServed("new alias", func() bool { return chat(keyA, "chat-new") == 200 })
 
 	// A changed fallback: chat-restricted gains beta as fallback, so a 503 from
@@ -179,7 +160,7 @@ func TestKubernetesHotLoad(t *testing.T) {
 	one := 1
 	snap.Aliases[2].Fallbacks = []snapshot.Route{{Provider: "beta", Model: "beta-large"}}
 	snap.Aliases[2].MaxFallbacks = &one
-	putSnapshot(t, cs, ns, encode(t, snap))
+	putSnapshot(t, cs, ns, snap)
 	waitServed("changed fallback", func() bool {
 		req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions",
 			strings.NewReader(`{"model":"chat-restricted","messages":[{"role":"user","content":"hi\n@mock alpha:status=503"}]}`))
@@ -194,12 +175,55 @@ func TestKubernetesHotLoad(t *testing.T) {
 
 	// A rate-limit change: key A down to a burst of 1.
 	snap.Keys[0].RateLimit = snapshot.RateLimit{RPM: 1, Burst: 1}
-	putSnapshot(t, cs, ns, encode(t, snap))
+	putSnapshot(t, cs, ns, snap)
 	waitServed("rate limit change", func() bool { return chat(keyA, "chat-alpha") == 429 })
 
-	// An invalid snapshot is rejected and the running one kept.
-	putSnapshot(t, cs, ns, `{"version":"nope"}`)
+	// A head whose part never arrives: the gateway waits, reports it after
+	// PartWait, keeps serving, and applies the snapshot once the part exists.
+	// (A rate limit not used before, so that its key shard is a new part.)
+	snap.Keys[0].RateLimit = snapshot.RateLimit{RPM: 99999, Burst: 9999}
+	parts, head, err := testutil.SnapshotConfigMaps(ns, snapshot.DefaultConfigMapName, snap.Clone(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var withheld *corev1.ConfigMap
+	for _, p := range parts {
+		if _, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, p.Name, metav1.GetOptions{}); err == nil {
+			continue // an unchanged part
+		}
+		if withheld == nil {
+			withheld = p
+			continue
+		}
+		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if withheld == nil {
+		t.Fatal("no new part to withhold")
+	}
+	if err := testutil.PutHead(ctx, cs, head); err != nil {
+		t.Fatal(err)
+	}
+	waitServed("missing part reported", func() bool { return lastReloadError(base) != "" })
+	if c := chat(keyA, "chat-alpha"); c != 429 {
+		t.Fatalf("while a part is missing: %d, want the running snapshot's 429", c)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, withheld, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitServed("snapshot applied once its part exists", func() bool { return chat(keyA, "chat-alpha") == 200 && lastReloadError(base) == "" })
+	// An invalid head is rejected and the running snapshot kept.
+	bad := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: snapshot.DefaultConfigMapName, Namespace: ns,
+		Labels: map[string]string{snapshot.SnapshotLabel: snapshot.DefaultConfigMapName}},
+		Data: map[string]string{snapshot.HeadKey: `{"version":"nope"}`}}
+	if err := testutil.PutHead(ctx, cs, bad); err != nil {
+		t.Fatal(err)
+	}
 	waitServed("invalid snapshot reported", func() bool { return lastReloadError(base) != "" })
+	if c := chat(keyA, "chat-alpha"); c != 200 {
+		t.Fatalf("after an invalid head: %d, want the running snapshot's 200", c)
+	}
 
 	// A disabled key → 401 within the hot-load bound; measure the latency of
 	// ConfigMap update → served, repeatedly.
@@ -211,7 +235,7 @@ func TestKubernetesHotLoad(t *testing.T) {
 		if snap.Keys[0].Disabled {
 			want = 401
 		}
-		putSnapshot(t, cs, ns, encode(t, snap))
+		putSnapshot(t, cs, ns, snap)
 		lat = append(lat, waitServed(fmt.Sprintf("toggle %d", i), func() bool { return chat(keyA, "chat-alpha") == want }))
 	}
 	statuses := load.Stop()

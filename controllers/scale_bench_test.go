@@ -1,0 +1,124 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/api/v1alpha1"
+	"github.com/llmgw/llmgw/test/testutil"
+)
+
+// The controller's CPU per reconcile at 50,000 GatewayKeys and 1,000
+// ModelAliases (testutil.ScaleSnapshot turned into objects). Run with
+//
+//	go test ./controllers -run '^$' -bench Scale -benchtime 5x
+//
+// docs/BENCHMARK.md records the numbers.
+
+func scaleInputs(keys, aliases int) Inputs {
+	s := testutil.ScaleSnapshot(keys, aliases)
+	in := Inputs{Namespace: "llmgw-system", Now: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), Secrets: map[string][]string{}}
+	created := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	meta := func(name string, i int) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: in.Namespace, Generation: 1,
+			CreationTimestamp: metav1.NewTime(created.Add(time.Duration(i) * time.Second))}
+	}
+	for i, p := range s.Providers {
+		in.Providers = append(in.Providers, v1alpha1.ProviderEndpoint{ObjectMeta: meta(p.Name, i), Spec: v1alpha1.ProviderEndpointSpec{
+			Protocol: p.Protocol, URL: p.BaseURL,
+			Credential: &v1alpha1.Credential{SecretRef: v1alpha1.SecretKeyReference{Name: p.Credential.SecretName, Key: p.Credential.SecretKey}},
+		}})
+		in.Secrets[p.Credential.SecretName] = []string{p.Credential.SecretKey}
+	}
+	for i, a := range s.Aliases {
+		spec := v1alpha1.ModelAliasSpec{Primary: v1alpha1.Route{Provider: a.Primary.Provider, Model: a.Primary.Model}}
+		for _, f := range a.Fallbacks {
+			spec.Fallbacks = append(spec.Fallbacks, v1alpha1.Route{Provider: f.Provider, Model: f.Model})
+		}
+		in.Aliases = append(in.Aliases, v1alpha1.ModelAlias{ObjectMeta: meta(a.Name, i), Spec: spec})
+	}
+	for i, k := range s.Keys {
+		spec := v1alpha1.GatewayKeySpec{KeyHash: k.Hash, KeyPrefix: k.Prefix, Models: k.Models, Disabled: k.Disabled,
+			RateLimit: &v1alpha1.RateLimit{RequestsPerMinute: int32(k.RateLimit.RPM), Burst: int32(k.RateLimit.Burst)}}
+		if k.ExpiresAt != nil {
+			t := metav1.NewTime(*k.ExpiresAt)
+			spec.ExpiresAt = &t
+		}
+		in.Keys = append(in.Keys, v1alpha1.GatewayKey{ObjectMeta: meta(k.ID, i), Spec: spec})
+	}
+	return in
+}
+
+// BenchmarkScaleReconcileCPU splits a reconcile's CPU work into its steps:
+// the pure Compile, Encode (validate, canonical form, version) and, for a
+// one-key change, Split against the previous head (what publish computes
+// before it writes one shard and the head).
+func BenchmarkScaleReconcileCPU(b *testing.B) {
+	in := scaleInputs(50_000, 1_000)
+	b.Run("compile", func(b *testing.B) {
+		testutil.CPUPerOp(b, func() {
+			snap, _ := Compile(in)
+			if len(snap.Keys) != len(in.Keys) {
+				b.Fatalf("%d of %d keys compiled", len(snap.Keys), len(in.Keys))
+			}
+		})
+	})
+	snap, _ := Compile(in)
+	b.Run("encode", func(b *testing.B) {
+		testutil.CPUPerOp(b, func() {
+			if _, err := snapshot.Encode(&snap); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("split-one-key-changed", func(b *testing.B) {
+		prev, _, err := snapshot.Split(&snap, snapshot.SplitOptions{Head: "llmgw-snapshot"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		i := 0
+		testutil.CPUPerOp(b, func() {
+			i++
+			snap.Keys[i%len(snap.Keys)].Disabled = !snap.Keys[i%len(snap.Keys)].Disabled
+			h, _, err := snapshot.Split(&snap, snapshot.SplitOptions{Head: "llmgw-snapshot", Previous: &prev})
+			if err != nil {
+				b.Fatal(err)
+			}
+			prev = h
+		})
+	})
+}
+
+// BenchmarkScalePublishOneKey is publish end to end against the fake API
+// server for a one-key change at 50,000 keys: read the head, split, list
+// the parts' metadata, create one shard, update the head.
+func BenchmarkScalePublishOneKey(b *testing.B) {
+	in := scaleInputs(50_000, 1_000)
+	snap, _ := Compile(in)
+	if _, err := snapshot.Encode(&snap); err != nil {
+		b.Fatal(err)
+	}
+	r, _, _ := publisher(b)
+	r.delivery.ShardBytes = 0
+	ctx := context.Background()
+	if err := r.publish(ctx, logr.Discard(), &snap); err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	testutil.CPUPerOp(b, func() {
+		i++
+		snap.Keys[i%len(snap.Keys)].Disabled = !snap.Keys[i%len(snap.Keys)].Disabled
+		snap.Version = ""
+		if _, err := snapshot.Encode(&snap); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.publish(ctx, logr.Discard(), &snap); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
