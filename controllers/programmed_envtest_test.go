@@ -267,7 +267,9 @@ spec: {primary: {provider: alpha, model: alpha-small}}`, ns)
 		Eventually(keyCond(ns, "team-a", v1alpha1.ConditionProgrammed), eventually).Should(Equal("False/SnapshotWriteFailed"))
 		Expect(aliasMessage(ns, "chat-alpha", v1alpha1.ConditionProgrammed)).To(ContainSubstring(`configmaps is forbidden: User "limited-controller" cannot create resource "configmaps"`))
 		Expect(published(ns).Version).To(BeEmpty())
-		Eventually(eventsOf(ns, "ModelAlias", "chat-alpha"), eventually).Should(Equal([]string{"Warning/SnapshotWriteFailed"}))
+		// Objects reach the cache in any order, so an earlier compile may have
+		// seen the alias before its providers: only the write failure is certain.
+		Eventually(eventsOf(ns, "ModelAlias", "chat-alpha"), eventually).Should(ContainElement("Warning/SnapshotWriteFailed"))
 
 		By("the conditions follow a new generation; observedGeneration does not")
 		apply(k8sClient, `

@@ -148,8 +148,11 @@ Flags:
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		logger.Warn("grace period over, cutting in-flight calls")
-		cancelBase()
+		// Connections first, then the handlers: a handler released first
+		// could end its response cleanly before its connection is closed,
+		// and a cut call would look like a finished one.
 		srv.Close()
+		cancelBase()
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

@@ -29,8 +29,10 @@ func (x *exchange) relaySSE(ctx context.Context) {
 		if f != nil {
 			return f
 		}
-		rl = x.commit(sa)
+		// The verdict first, then the bytes: once the client has the first
+		// content, the breaker already counts the stream as a success.
 		streamCommitted(ctx)
+		rl = x.commit(sa)
 		return rl.pump(ctx)
 	})
 	if rl == nil {
