@@ -239,3 +239,26 @@ func FuzzCanonical(f *testing.F) {
 		assertSameCanonical(t, s)
 	})
 }
+
+// BenchmarkCanonical50k compares the one-pass encoder with the tree it
+// replaced, on 50,000 keys (go test -bench Canonical50k).
+func BenchmarkCanonical50k(b *testing.B) {
+	s := manyKeys(50_000)
+	if _, err := Encode(s); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("one-pass", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok := fastCanonical(s); !ok {
+				b.Fatal("no plan")
+			}
+		}
+	})
+	b.Run("tree", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := canonicalTree(s); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -390,7 +390,6 @@ func Assemble(h *Head, config *Snapshot, shards [][]Key) (*Snapshot, error) {
 	for _, keys := range shards {
 		total += len(keys)
 	}
-	s.Keys = make([]Key, 0, total)
 	for i, keys := range shards {
 		for j := range keys {
 			if ShardOf(keys[j].ID, len(shards)) != i {
@@ -398,7 +397,53 @@ func Assemble(h *Head, config *Snapshot, shards [][]Key) (*Snapshot, error) {
 					h.Version, quote(keys[j].ID), i, ShardOf(keys[j].ID, len(shards)))
 			}
 		}
-		s.Keys = append(s.Keys, keys...)
 	}
+	s.Keys = mergeByID(shards, total)
 	return &s, nil
+}
+
+// mergeByID merges shards that are each sorted by id (as Split writes them)
+// into one list sorted by id, so that sealing the result (Normalize sorts
+// the keys) finds them in order instead of sorting 50,000 keys again. A
+// shard out of order still yields every key; Normalize then sorts.
+func mergeByID(shards [][]Key, total int) []Key {
+	out := make([]Key, 0, total)
+	pos := make([]int, len(shards))
+	// A binary heap of shard indexes, ordered by each shard's next id.
+	heap := make([]int, 0, len(shards))
+	less := func(a, b int) bool { return shards[heap[a]][pos[heap[a]]].ID < shards[heap[b]][pos[heap[b]]].ID }
+	down := func(i int) {
+		for {
+			l, m := 2*i+1, i
+			if l < len(heap) && less(l, m) {
+				m = l
+			}
+			if r := l + 1; r < len(heap) && less(r, m) {
+				m = r
+			}
+			if m == i {
+				return
+			}
+			heap[i], heap[m] = heap[m], heap[i]
+			i = m
+		}
+	}
+	for i, keys := range shards {
+		if len(keys) > 0 {
+			heap = append(heap, i)
+		}
+	}
+	for i := len(heap)/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for len(heap) > 0 {
+		b := heap[0]
+		out = append(out, shards[b][pos[b]])
+		if pos[b]++; pos[b] == len(shards[b]) {
+			heap[0] = heap[len(heap)-1]
+			heap = heap[:len(heap)-1]
+		}
+		down(0)
+	}
+	return out
 }

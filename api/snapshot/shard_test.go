@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -342,5 +343,34 @@ func TestAssembleRefusesMisplacedKeys(t *testing.T) {
 	s, err := Assemble(h, &Snapshot{}, shards)
 	if err != nil || len(s.Keys) != 1 || s.Version != "" {
 		t.Fatalf("good shards: %v, %+v", err, s)
+	}
+}
+
+// TestAssembleMergesInIDOrder: keys come out sorted by id (sealing then has
+// nothing to sort), and a shard out of order loses no key.
+func TestAssembleMergesInIDOrder(t *testing.T) {
+	s := manyKeys(500)
+	sealed(t, s)
+	h, parts, err := Split(s, SplitOptions{Head: "h", ShardBytes: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := map[string][]byte{}
+	for _, p := range parts {
+		data[p.Name] = p.Data
+	}
+	got := reassemble(t, h, data)
+	if !slices.IsSortedFunc(got.Keys, func(a, b Key) int { return strings.Compare(a.ID, b.ID) }) || len(got.Keys) != len(s.Keys) {
+		t.Fatalf("%d keys, sorted %v", len(got.Keys), slices.IsSortedFunc(got.Keys, func(a, b Key) int { return strings.Compare(a.ID, b.ID) }))
+	}
+	shards := [][]Key{{{ID: "c"}, {ID: "a"}}, {}, {{ID: "b"}}}
+	merged := mergeByID(shards, 3)
+	ids := []string{}
+	for _, k := range merged {
+		ids = append(ids, k.ID)
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"a", "b", "c"}) {
+		t.Fatalf("unsorted shard lost keys: %v", ids)
 	}
 }
