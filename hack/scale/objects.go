@@ -178,25 +178,27 @@ func (k *kube) cleanup(ctx context.Context) error {
 	logf("cleanup: deleting GatewayKeys and ModelAliases labelled %s=%s", runLabel, k.c.run)
 	sel := client.MatchingLabels(k.labels())
 	in := client.InNamespace(k.c.namespace)
-	err := errors.Join(
-		k.cl.DeleteAllOf(ctx, &v1alpha1.GatewayKey{}, in, sel),
-		k.cl.DeleteAllOf(ctx, &v1alpha1.ModelAlias{}, in, sel))
-	if err != nil {
-		return fmt.Errorf("cleanup: %w", err)
-	}
-	deadline := time.Now().Add(10 * time.Minute)
+	deadline := time.Now().Add(20 * time.Minute)
 	for {
-		var l v1alpha1.GatewayKeyList
-		if err := k.cl.List(ctx, &l, in, sel, client.Limit(1)); err != nil {
-			return err
-		}
-		if len(l.Items) == 0 {
+		// A delete-collection of 50,000 objects can outlast the request
+		// (the API server resets the stream while it goes on deleting):
+		// ask again until nothing is listed.
+		err := errors.Join(
+			k.cl.DeleteAllOf(ctx, &v1alpha1.GatewayKey{}, in, sel),
+			k.cl.DeleteAllOf(ctx, &v1alpha1.ModelAlias{}, in, sel))
+		var keys v1alpha1.GatewayKeyList
+		var aliases v1alpha1.ModelAliasList
+		lerr := errors.Join(k.cl.List(ctx, &keys, in, sel, client.Limit(1)), k.cl.List(ctx, &aliases, in, sel, client.Limit(1)))
+		if err == nil && lerr == nil && len(keys.Items) == 0 && len(aliases.Items) == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			return errors.New("cleanup: keys still listed after 10 minutes")
+			return fmt.Errorf("cleanup: objects still listed after 20 minutes: %v", errors.Join(err, lerr))
 		}
-		time.Sleep(2 * time.Second)
+		if err != nil {
+			logf("cleanup: %v; retrying", err)
+		}
+		time.Sleep(5 * time.Second)
 	}
 	logf("cleanup: done")
 	return nil
