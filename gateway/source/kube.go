@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -41,22 +40,7 @@ type Kube struct {
 	cfg    KubeConfig
 	client kubernetes.Interface
 	log    *slog.Logger
-
-	// applyMu serializes Apply calls from the informer and the retry loop,
-	// so an older snapshot can never land after a newer one.
-	applyMu sync.Mutex
-	// pending is the newest snapshot the sink refused (say, a credential
-	// Secret that could not be read yet); it is retried with backoff until
-	// it applies or a newer one arrives.
-	pending *snapshot.Snapshot
-	kick    chan struct{}
 }
-
-// Retry bounds for a refused snapshot.
-const (
-	retryMin = 500 * time.Millisecond
-	retryMax = 30 * time.Second
-)
 
 // NewKube connects to the API server (no request is made yet).
 func NewKube(cfg KubeConfig) (*Kube, error) {
@@ -80,7 +64,7 @@ func NewKube(cfg KubeConfig) (*Kube, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Kube{cfg: cfg, client: cs, log: log, kick: make(chan struct{}, 1)}, nil
+	return &Kube{cfg: cfg, client: cs, log: log}, nil
 }
 
 // Credentials reads `credential.secretName/secretKey` references.
@@ -94,7 +78,7 @@ func (k *Kube) Credentials() server.CredentialSource {
 func (k *Kube) Start(ctx context.Context, sink Sink) error {
 	sink = k.reporting(ctx, sink)
 	go func() {
-		if err := watchParts(ctx, k.client, k.cfg.Namespace, k.cfg.ConfigMap, func(s *snapshot.Snapshot) { k.apply(ctx, sink, s) }, sink.ReportReloadError,
+		if err := watchParts(ctx, k.client, k.cfg.Namespace, k.cfg.ConfigMap, func(s *snapshot.Snapshot) { _ = sink.Apply(ctx, s) }, sink.ReportReloadError,
 			k.log, k.cfg.PartWait); err != nil {
 			return // ctx ended before the first sync
 		}
@@ -106,61 +90,24 @@ func (k *Kube) Start(ctx context.Context, sink Sink) error {
 	return nil
 }
 
-// apply hands s to the sink; a refusal (logged and reported by the sink)
-// leaves s pending for the retry loop.
-func (k *Kube) apply(ctx context.Context, sink Sink, s *snapshot.Snapshot) {
-	k.applyMu.Lock()
-	defer k.applyMu.Unlock()
-	k.pending = nil
-	if err := sink.Apply(ctx, s); err != nil {
-		k.pending = s
-		select {
-		case k.kick <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// maintain retries a refused snapshot with backoff (so a Secret that was
-// missing or unreadable at first is picked up without any CR change) and,
-// while nothing is pending, re-reads the running snapshot's credentials every
-// CredentialRefresh so that a rotated Secret is used without a restart.
+// maintain re-reads the running snapshot's credentials every
+// CredentialRefresh, so that a rotated Secret is used without a restart. A
+// refused snapshot is not retried here: a refusal is the snapshot's own
+// validation, which a retry cannot change, and a credential that cannot be
+// read yet no longer refuses anything (the server marks that provider
+// unavailable and retries it itself: server.RetryCredentials).
 func (k *Kube) maintain(ctx context.Context, sink Sink) {
-	backoff := retryMin
-	t := time.NewTimer(time.Hour)
+	if k.cfg.CredentialRefresh <= 0 {
+		return
+	}
+	t := time.NewTicker(k.cfg.CredentialRefresh)
 	defer t.Stop()
 	for {
-		k.applyMu.Lock()
-		pending := k.pending != nil
-		k.applyMu.Unlock()
-		var wait <-chan time.Time
-		switch {
-		case pending:
-			t.Reset(backoff)
-			wait = t.C
-		case k.cfg.CredentialRefresh > 0:
-			backoff = retryMin
-			t.Reset(k.cfg.CredentialRefresh)
-			wait = t.C
-		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-k.kick:
-			backoff = retryMin // a new refusal: its own backoff
-			continue
-		case <-wait:
+		case <-t.C:
+			_ = sink.Refresh(ctx) // unreadable credentials are logged and reported; the last good ones stay
 		}
-		k.applyMu.Lock()
-		if s := k.pending; s != nil {
-			if sink.Apply(ctx, s) == nil {
-				k.pending = nil
-			} else {
-				backoff = min(2*backoff, retryMax)
-			}
-		} else if k.cfg.CredentialRefresh > 0 {
-			_ = sink.Refresh(ctx) // a failure is logged and reported; the old credentials stay
-		}
-		k.applyMu.Unlock()
 	}
 }

@@ -42,6 +42,12 @@ type reporter struct {
 	kick    chan struct{}
 }
 
+// Retry bounds of a report the API server did not take.
+const (
+	retryMin = 500 * time.Millisecond
+	retryMax = 30 * time.Second
+)
+
 func newReporter(client kubernetes.Interface, namespace, configMap, pod string, log *slog.Logger) *reporter {
 	return &reporter{client: client, namespace: namespace, configMap: configMap, pod: pod, log: log,
 		recheck: reportRecheck, now: time.Now, kick: make(chan struct{}, 1)}
