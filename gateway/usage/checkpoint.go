@@ -44,7 +44,10 @@ func (l *Ledger) checkpointLoop() {
 		case <-t.C:
 			if prune && !time.Now().Before(next) {
 				next = time.Now().Add(r.Interval)
-				ctx, cancel := context.WithTimeout(context.Background(), r.Interval)
+				// A pass may take its interval, but never less than a floor: a
+				// short interval on a busy machine must slow pruning down, not
+				// make every pass time out before it has dropped anything.
+				ctx, cancel := context.WithTimeout(context.Background(), max(r.Interval, minRetentionPass))
 				if n, err := l.Prune(ctx); err != nil {
 					l.log.Warn("usage ledger: retention pass failed", "err", err, "dropped", n)
 				} else if n > 0 {
@@ -59,6 +62,9 @@ func (l *Ledger) checkpointLoop() {
 		}
 	}
 }
+
+// minRetentionPass is the least time one retention pass is given.
+const minRetentionPass = 10 * time.Second
 
 func (l *Ledger) stopCheckpointer() {
 	if l.ckStop == nil {
