@@ -1,0 +1,153 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseRuntimeStats(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      string
+		want    runtimeStats
+		wantErr bool
+	}{
+		{"both", "# HELP go_goroutines x\n# TYPE go_goroutines gauge\ngo_goroutines 23\ngo_memstats_heap_inuse_bytes 5.5e+06\n",
+			runtimeStats{Goroutines: 23, HeapInuse: 5_500_000}, false},
+		{"labelled look-alikes are ignored", "go_goroutines_total{x=\"1\"} 9\ngo_goroutines 7\ngo_memstats_heap_inuse_bytes 100\n",
+			runtimeStats{Goroutines: 7, HeapInuse: 100}, false},
+		{"missing heap", "go_goroutines 7\n", runtimeStats{}, true},
+		{"garbage value", "go_goroutines many\ngo_memstats_heap_inuse_bytes 1\n", runtimeStats{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseRuntimeStats(strings.NewReader(tc.in))
+			if (err != nil) != tc.wantErr || !tc.wantErr && got != tc.want {
+				t.Errorf("got %+v, %v; want %+v, error %v", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestBackToIdle(t *testing.T) {
+	idle := procState{gor: 20, heap: 5, pooled: 1, gc: true}
+	full := procState{gor: 20 + 2*255, heap: 12, pooled: 256, gc: true} // a full pool: not a leak
+	for _, tc := range []struct {
+		name           string
+		after1, after2 procState
+		ok             bool
+		why            string
+	}{
+		{"exactly idle", idle, idle, true, ""},
+		{"pooled connections and what wave 1 leaves are not leaks", full, full, true, ""},
+		{"slack", full, procState{gor: 30 + 2*255, heap: 13.9, pooled: 256, gc: true}, true, ""},
+		{"a goroutine per stream left", procState{gor: 1020, heap: 5, pooled: 1, gc: true}, idle, false, "after wave 1: goroutines 1020"},
+		{"heap grows with every wave", full, procState{gor: 20 + 2*255, heap: 22, pooled: 256, gc: true}, false, "grew by 10.0 MB"},
+		{"heap growth without a forced GC says so", procState{gor: 20, heap: 5, pooled: 1}, procState{gor: 20, heap: 15, pooled: 1}, false, "no GC could be forced"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ok, why := backToIdle(idle, tc.after1, tc.after2, 1000)
+			if ok != tc.ok || !strings.Contains(why, tc.why) {
+				t.Errorf("backToIdle = %v %q, want %v containing %q", ok, why, tc.ok, tc.why)
+			}
+		})
+	}
+	none := procState{gor: -1, heap: -1}
+	if ok, why := backToIdle(none, none, none, 1000); !ok || !strings.HasPrefix(why, "not judged") {
+		t.Errorf("a target without /metrics is not judged: %v %q", ok, why)
+	}
+	if got := heapSlackMB(1000); got < 2 || got > 2.1 {
+		t.Errorf("heap slack for 1000 streams = %v MB, want about 2", got)
+	}
+}
+
+func TestParseWorkloads(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    []Workload
+		wantErr bool
+	}{
+		{"alpha/json", []Workload{{"alpha", false}}, false},
+		{"alpha/sse, beta/json", []Workload{{"alpha", true}, {"beta", false}}, false},
+		{"gamma/json", nil, true},
+		{"alpha", nil, true},
+		{"alpha/xml", nil, true},
+	} {
+		got, err := parseWorkloads(tc.in)
+		if (err != nil) != tc.wantErr || len(got) != len(tc.want) {
+			t.Errorf("parseWorkloads(%q) = %v, %v", tc.in, got, err)
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("parseWorkloads(%q)[%d] = %v, want %v", tc.in, i, got[i], tc.want[i])
+			}
+		}
+	}
+}
+
+func TestSelectTargets(t *testing.T) {
+	var vs variantFlag
+	if err := vs.Set("llmgw-quiet=--log-level error --ledger-max-bytes 0"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		names   string
+		want    string
+		wantErr bool
+	}{
+		{"direct,revproxy,llmgw", "direct revproxy llmgw llmgw-quiet", false}, // a variant is added even when not named
+		{"direct,revproxy,llmgw-quiet", "direct revproxy llmgw-quiet", false},
+		{"direct,llmgw", "", true},                // no yardstick
+		{"direct,revproxy,llmgw,llmgw", "", true}, // twice
+		{"direct,revproxy,portkey", "", true},     // unknown
+	} {
+		got, err := selectTargets(tc.names, vs)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("selectTargets(%q) error %v", tc.names, err)
+			continue
+		}
+		var names []string
+		for _, g := range got {
+			names = append(names, g.Name)
+		}
+		if s := strings.Join(names, " "); !tc.wantErr && s != tc.want {
+			t.Errorf("selectTargets(%q) = %s, want %s", tc.names, s, tc.want)
+		}
+	}
+	if vs[0].Kind != kindGateway || strings.Join(vs[0].Flags, " ") != "--log-level error --ledger-max-bytes 0" {
+		t.Errorf("variant parsed as %+v", vs[0])
+	}
+	for _, bad := range []string{"noequals", "=--x", "a b=--x"} {
+		var v variantFlag
+		if v.Set(bad) == nil {
+			t.Errorf("variant %q accepted", bad)
+		}
+	}
+}
+
+func TestParseConfigSmokeKeepsExplicitFlags(t *testing.T) {
+	c, err := parseConfig([]string{"-smoke", "-streams", "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.streams != 7 {
+		t.Errorf("an explicit flag must win over the smoke preset: streams = %d", c.streams)
+	}
+	if c.rounds != 1 || c.openDur != time.Second || len(c.rates) != 1 || c.rates[0] != 200 || len(c.openWorkloads) != 2 {
+		t.Errorf("smoke preset not applied: %+v", c)
+	}
+	if _, err := parseConfig([]string{"-rates", "0"}); err == nil {
+		t.Error("rate 0 accepted")
+	}
+	if _, err := parseConfig([]string{"-name", "a/b"}); err == nil {
+		t.Error("a name with a slash accepted")
+	}
+	d, err := parseConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.rounds != 3 || d.streams != 1000 || d.rates[0] != 1000 || d.openDur != 8*time.Second || d.conc != 8 || len(d.workloads) != 4 {
+		t.Errorf("defaults are not issue 12's: %+v", d)
+	}
+}

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const mb = 1e6
+
+// goroutineSlack is how many goroutines above idle still count as idle
+// (timers, a scrape in progress, the runtime's own).
+const goroutineSlack = 10
+
+// heapSlackMB is how much the heap in use after the second wave of streams
+// may exceed the heap after the first: 1 MB plus 1 KiB a stream, so a leak
+// of a kilobyte per stream fails.
+func heapSlackMB(streams int) float64 { return 1 + float64(streams)*1024/mb }
+
+// streamsPhase opens many slow streams through one target, ramped at
+// cfg.streamRamp a second, each lasting chunks × delay, and samples the
+// target's RSS (and goroutines, where it has /metrics) against the number
+// open. Once they have closed it checks the target returns to idle; where
+// the target has /metrics a second, identical wave follows, and the heap
+// after it must be where the first wave left it.
+func (b *bench) streamsPhase(ctx context.Context, t *target) {
+	cfg := b.cfg
+	p := t.ownForStreams(b.env)
+	w := Workload{Proto: cfg.streamProto, SSE: true}
+	var ep *endpoint
+	directive := slowDirective(cfg.streamChunks, cfg.streamDelayMs)
+	switch t.spec.Kind {
+	case kindGateway:
+		ep = gatewayEndpoint(t.base, w, b.env.gatewayKey, directive)
+	case kindRevproxy:
+		ep = nativeEndpoint(t.base, w, b.env.upstreamKey(w.Proto), directive)
+	default:
+		ep = nativeEndpoint(b.env.mockURL(w.Proto), w, b.env.upstreamKey(w.Proto), directive)
+	}
+	row := StreamRow{Target: t.spec.Name, Streams: cfg.streams, IdleGor: -1, PeakGor: -1, AfterGor: -1, IdleHeap: -1, AfterHeap: -1, Wave2Heap: -1}
+	row.StartRSS = b.startRSS[t.spec.Name]
+	ports := []int{b.env.alphaPort, b.env.betaPort}
+	idle, err := b.procState(ctx, t, p, ports)
+	if err != nil {
+		b.fail(fmt.Errorf("streams %s: idle state: %w", t.spec.Name, err))
+		return
+	}
+	row.IdleRSS, row.IdleGor, row.IdleHeap, row.IdlePooled = idle.rss, idle.gor, idle.heap, idle.pooled
+
+	wave := b.wave(ctx, t, p, ep, w)
+	row.Samples, row.MaxOpen = wave.samples, wave.maxOpen
+	_, hwm, _ := p.mem()
+	row.PeakRSS = max(float64(hwm)/mb, wave.peakRSS)
+	row.PeakGor = wave.peakGor
+	after1, ok := b.settle(ctx, t, p, ports, idle)
+	if !ok {
+		return
+	}
+	row.AfterRSS, row.AfterGor, row.AfterHeap, row.AfterPooled = after1.rss, after1.gor, after1.heap, after1.pooled
+	row.GCForced = idle.gc && after1.gc
+	after2 := procState{gor: -1, heap: -1}
+	if t.mgmt != "" {
+		wave2 := b.wave(ctx, t, p, ep, w)
+		// Wave 1's peak is the one judged: wave 2 starts on memory the
+		// runtime has not yet returned to the OS.
+		_, hwm2, _ := p.mem()
+		row.Wave2PeakRSS = max(float64(hwm2)/mb, wave2.peakRSS)
+		if after2, ok = b.settle(ctx, t, p, ports, idle); !ok {
+			return
+		}
+		row.Wave2Heap, row.Wave2Gor = after2.heap, after2.gor
+		row.GCForced = row.GCForced && after2.gc
+		row.AfterRSS = after2.rss
+	}
+	row.Errors, row.ErrorSamples = b.errs("streams", w, t).count()
+	row.BackToIdle, row.BackReason = backToIdle(idle, after1, after2, cfg.streams)
+	b.cur.Streams = append(b.cur.Streams, row)
+}
+
+type waveResult struct {
+	samples []StreamSample
+	maxOpen int
+	peakRSS float64 // MB, sampled
+	peakGor int     // -1: no /metrics
+}
+
+// wave opens cfg.streams slow streams at cfg.streamRamp a second and waits
+// for all of them to end.
+func (b *bench) wave(ctx context.Context, t *target, p *proc, ep *endpoint, w Workload) waveResult {
+	cfg := b.cfg
+	// Keep-alive off: a stream's connection closes with it, so what stays
+	// open afterwards is the target's doing.
+	client := &http.Client{Transport: newTransport(0, false), Timeout: 5 * time.Minute}
+	defer client.CloseIdleConnections()
+	var open, maxOpen atomic.Int64
+	var wg sync.WaitGroup
+	el := b.errs("streams", w, t)
+	var acc samples
+	var accMu sync.Mutex
+	sampCtx, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan []StreamSample, 1)
+	start := time.Now()
+	go func() { sampled <- b.sampleStreams(sampCtx, t, p, start, &open) }()
+
+	interval := time.Duration(float64(time.Second) / cfg.streamRamp)
+	for i := 0; i < cfg.streams && ctx.Err() == nil; i++ {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		t.sent.Add(1)
+		wg.Go(func() {
+			if v := open.Add(1); v > maxOpen.Load() {
+				maxOpen.Store(v)
+			}
+			defer open.Add(-1)
+			s, err := do(ctx, client, ep, time.Now())
+			if err != nil {
+				el.add(err)
+				return
+			}
+			accMu.Lock()
+			acc.add(s, true)
+			accMu.Unlock()
+		})
+	}
+	wg.Wait()
+	stopSampling()
+	res := waveResult{samples: <-sampled, maxOpen: int(maxOpen.Load()), peakGor: -1}
+	for _, s := range res.samples {
+		res.peakRSS = max(res.peakRSS, s.RSSMB)
+		if t.mgmt != "" {
+			res.peakGor = max(res.peakGor, s.Goroutines)
+		}
+	}
+	b.addLatency("streams", w, t, &acc)
+	return res
+}
+
+type procState struct {
+	rss    float64 // MB
+	gor    int     // -1: no /metrics
+	heap   float64 // MB in use; -1: no /metrics
+	pooled int
+	gc     bool
+}
+
+// procState reads a target's memory, goroutines and pooled connections,
+// after a forced GC where the target serves /debug/pprof.
+func (b *bench) procState(ctx context.Context, t *target, p *proc, ports []int) (procState, error) {
+	st := procState{gor: -1, heap: -1}
+	if t.mgmt != "" {
+		// Twice: sync.Pool contents (net/http's pooled bufio readers and
+		// writers) survive one collection in the pool's victim cache.
+		st.gc = forceGC(ctx, t.mgmt) && forceGC(ctx, t.mgmt)
+		rs, err := scrape(ctx, t.mgmt)
+		if err != nil {
+			return st, err
+		}
+		st.gor, st.heap = rs.Goroutines, float64(rs.HeapInuse)/mb
+	}
+	rss, _, err := p.mem()
+	if err != nil {
+		return st, err
+	}
+	st.rss = float64(rss) / mb
+	if st.pooled, err = p.connsTo(ports...); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// sampleStreams samples RSS every 50 ms and goroutines every 250 ms until
+// ctx ends.
+func (b *bench) sampleStreams(ctx context.Context, t *target, p *proc, start time.Time, open *atomic.Int64) []StreamSample {
+	var out []StreamSample
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	gor := -1
+	for i := 0; ; i++ {
+		if t.mgmt != "" && i%5 == 0 {
+			if rs, err := scrape(ctx, t.mgmt); err == nil {
+				gor = rs.Goroutines
+			}
+		}
+		rss, _, err := p.mem()
+		if err == nil {
+			s := StreamSample{T: time.Since(start).Seconds(), Open: int(open.Load()), RSSMB: float64(rss) / mb}
+			if gor >= 0 {
+				s.Goroutines = gor
+			}
+			out = append(out, s)
+		}
+		select {
+		case <-ctx.Done():
+			return out
+		case <-tick.C:
+		}
+	}
+}
+
+// settle waits (up to cfg.settle) for the target's goroutines to come back
+// to idle and returns its state then.
+func (b *bench) settle(ctx context.Context, t *target, p *proc, ports []int, idle procState) (procState, bool) {
+	deadline := time.Now().Add(b.cfg.settle)
+	for {
+		now, err := b.procState(ctx, t, p, ports)
+		if err != nil {
+			b.fail(fmt.Errorf("streams %s: after: %w", t.spec.Name, err))
+			return now, false
+		}
+		if t.mgmt == "" || goroutinesBack(idle, now) || time.Now().After(deadline) || ctx.Err() != nil {
+			return now, true
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// goroutinesBack: goroutines, less two per pooled upstream connection (its
+// read and write loops), at most the idle count plus goroutineSlack. The
+// pool is the target's HTTP client keeping connections for reuse, bounded
+// by its size: not a leak.
+func goroutinesBack(idle, now procState) bool {
+	return now.gor-2*now.pooled <= idle.gor-2*idle.pooled+goroutineSlack
+}
+
+// backToIdle judges a target after its streams closed: goroutines back to
+// idle after each wave, and the heap in use after the second wave where
+// the first left it (what the first wave leaves — pooled connections'
+// buffers, tables grown to hold a thousand streams — is bounded, not
+// per stream; a leak grows with every wave). Without /metrics (the mock)
+// there is nothing to judge but RSS, which Go returns to the OS lazily, so
+// it is reported, not judged.
+func backToIdle(idle, after1, after2 procState, streams int) (bool, string) {
+	if idle.gor < 0 {
+		return true, "not judged: no /metrics (RSS only)"
+	}
+	var why []string
+	for i, now := range []procState{after1, after2} {
+		if !goroutinesBack(idle, now) {
+			why = append(why, fmt.Sprintf("after wave %d: goroutines %d (%d pooled connections) against %d idle (%d pooled)", i+1, now.gor, now.pooled, idle.gor, idle.pooled))
+		}
+	}
+	if grow := after2.heap - after1.heap; grow > heapSlackMB(streams) {
+		why = append(why, fmt.Sprintf("heap in use grew by %.1f MB from wave 1 to wave 2 (%.1f → %.1f MB; allowed %.1f MB)", grow, after1.heap, after2.heap, heapSlackMB(streams)))
+		if !after1.gc || !after2.gc {
+			why = append(why, "no GC could be forced (no /debug/pprof on the management port), so that heap may be garbage")
+		}
+	}
+	if len(why) > 0 {
+		return false, joinReasons(why)
+	}
+	return true, ""
+}
+
+func joinReasons(s []string) string {
+	out := s[0]
+	for _, x := range s[1:] {
+		out += "; " + x
+	}
+	return out
+}
