@@ -21,11 +21,14 @@ lint: ## go vet + gofmt check
 # The README's test command: fast enough for a newcomer (a few minutes warm).
 # The full-disk tests mount a small tmpfs, which needs root; CI runs as root
 # and must not skip them. Without root: make test LLMGW_REQUIRE_PRIVILEGED=0.
+# The quota store tests run a real redis-server, which `make redis-server`
+# installs when missing (hack/redis/redis.mk); without root: make test
+# LLMGW_REQUIRE_REDIS=0 skips them.
 LLMGW_REQUIRE_PRIVILEGED ?= 1
 .PHONY: test
-test: envtest ## unit, integration and envtest suites with the race detector, then a fuzz smoke pass (3s a target)
+test: envtest redis-server ## unit, integration and envtest suites with the race detector, then a fuzz smoke pass (3s a target)
 	@echo "[test] go test -race ./... (envtest: $(ENVTEST_ASSETS))"
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) LLMGW_REQUIRE_ENVTEST=1 LLMGW_REQUIRE_PRIVILEGED=$(LLMGW_REQUIRE_PRIVILEGED) $(GO) test -race -count=1 ./...
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) LLMGW_REQUIRE_ENVTEST=1 LLMGW_REQUIRE_PRIVILEGED=$(LLMGW_REQUIRE_PRIVILEGED) LLMGW_REQUIRE_REDIS=$(LLMGW_REQUIRE_REDIS) $(GO) test -race -count=1 ./...
 	FUZZTIME=$${FUZZTIME:-3s} hack/fuzz.sh
 
 .PHONY: fuzz
@@ -40,6 +43,6 @@ run: build ## start the local stack: both mock providers and the gateway on loop
 # suite (make test-e2e-kind, hack/e2e/e2e.mk), which builds the offline node
 # image and the cluster when they are missing.
 .PHONY: test-all
-test-all: build lint verify-generated verify-docs verify-chart test test-e2e-kind ## everything CI runs
+test-all: build lint verify-generated verify-docs verify-chart test bench-smoke test-e2e-kind ## everything CI runs
 
 -include hack/*.mk hack/*/*.mk

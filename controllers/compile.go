@@ -29,6 +29,7 @@ type Inputs struct {
 	Providers []v1alpha1.ProviderEndpoint
 	Aliases   []v1alpha1.ModelAlias
 	Keys      []v1alpha1.GatewayKey
+	Groups    []v1alpha1.BudgetGroup
 	// Secrets maps the name of each Secret in the namespace to its data keys.
 	// Values are never needed: the gateway reads credentials itself.
 	Secrets map[string][]string
@@ -87,6 +88,7 @@ type Statuses struct {
 	Providers map[string]ProviderResult `json:"providers"`
 	Aliases   map[string]AliasResult    `json:"aliases"`
 	Keys      map[string]KeyResult      `json:"keys"`
+	Groups    map[string]GroupResult    `json:"groups,omitempty"`
 	// NextExpiry is the earliest expiresAt after Now: statuses change then
 	// even though no object does, so the reconciler must run again.
 	NextExpiry *time.Time `json:"nextExpiry,omitempty"`
@@ -105,15 +107,19 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 		Providers: map[string]ProviderResult{},
 		Aliases:   map[string]AliasResult{},
 		Keys:      map[string]KeyResult{},
+		Groups:    map[string]GroupResult{},
 	}
 	snap := snapshot.Snapshot{Limits: in.Limits}
 
 	providers := slices.Clone(in.Providers)
-	slices.SortFunc(providers, func(a, b v1alpha1.ProviderEndpoint) int { return cmp.Compare(a.Name, b.Name) })
+	// Oldest first: the oldest priced provider decides the currency.
+	slices.SortFunc(providers, func(a, b v1alpha1.ProviderEndpoint) int { return olderFirst(&a.ObjectMeta, &b.ObjectMeta) })
 	served := map[string]snapshot.Provider{}
+	var currency currencyOwner
 	for i := range providers {
 		pe := &providers[i]
 		p, res := compileProvider(in, pe)
+		currency.claim(pe, &p, &res)
 		st.Providers[pe.Name] = res
 		if res.InSnapshot {
 			served[pe.Name] = p
@@ -137,12 +143,23 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 		}
 	}
 
+	groups := slices.Clone(in.Groups)
+	slices.SortFunc(groups, func(a, b v1alpha1.BudgetGroup) int { return olderFirst(&a.ObjectMeta, &b.ObjectMeta) })
+	for i := range groups {
+		g, res := compileGroup(&groups[i], &currency)
+		st.Groups[g.Name] = res
+		if res.InSnapshot {
+			snap.Groups = append(snap.Groups, g)
+		}
+	}
+
 	keys := slices.Clone(in.Keys)
 	slices.SortFunc(keys, func(a, b v1alpha1.GatewayKey) int { return olderFirst(&a.ObjectMeta, &b.ObjectMeta) })
 	prefixOwner, hashOwner := map[string]string{}, map[string]string{}
 	for i := range keys {
 		gk := &keys[i]
-		k, res := compileKey(in.Now, gk, aliasServed, prefixOwner, hashOwner)
+		k, res := compileKey(in.Now, gk, aliasServed, prefixOwner, hashOwner, &currency)
+		groupResult(&k, &res, st.Groups)
 		st.Keys[gk.Name] = res
 		if res.InSnapshot {
 			snap.Keys = append(snap.Keys, k)
@@ -182,6 +199,12 @@ func setDigests(snap *snapshot.Snapshot, st *Statuses, aliasObject map[string]st
 		res := st.Keys[k.ID]
 		res.Digest = digest(k)
 		st.Keys[k.ID] = res
+	}
+	for i := range snap.Groups {
+		g := &snap.Groups[i]
+		res := st.Groups[g.Name]
+		res.Digest = digest(g)
+		st.Groups[g.Name] = res
 	}
 }
 
@@ -239,6 +262,7 @@ func compileProvider(in Inputs, pe *v1alpha1.ProviderEndpoint) (snapshot.Provide
 		p.CircuitBreaker.HalfOpenProbes = int(cb.HalfOpenProbes)
 		errs = append(errs, setMs(&p.CircuitBreaker.CoolDownMs, "circuitBreaker.coolDown", cb.CoolDown))
 	}
+	p.Prices = compilePrices(s.Prices)
 	if err := errors.Join(errs...); err != nil {
 		res.Accepted = isFalse(v1alpha1.ReasonInvalidSpec, "%v", err)
 	}
@@ -415,7 +439,7 @@ func notReadyReason(r Result) string {
 	return r.ResolvedRefs.Reason
 }
 
-func compileKey(now time.Time, gk *v1alpha1.GatewayKey, aliases map[string]bool, prefixOwner, hashOwner map[string]string) (snapshot.Key, KeyResult) {
+func compileKey(now time.Time, gk *v1alpha1.GatewayKey, aliases map[string]bool, prefixOwner, hashOwner map[string]string, currency *currencyOwner) (snapshot.Key, KeyResult) {
 	s := gk.Spec
 	k := snapshot.Key{
 		ID:       gk.Name,
@@ -424,6 +448,7 @@ func compileKey(now time.Time, gk *v1alpha1.GatewayKey, aliases map[string]bool,
 		Disabled: s.Disabled,
 		Models:   slices.Clone(s.Models),
 	}
+	keyQuotas(&s, &k)
 	if s.RateLimit != nil {
 		k.RateLimit = snapshot.RateLimit{RPM: int(s.RateLimit.RequestsPerMinute), Burst: int(s.RateLimit.Burst)}
 	}
@@ -446,8 +471,11 @@ func compileKey(now time.Time, gk *v1alpha1.GatewayKey, aliases map[string]bool,
 		res.Accepted = isFalse(v1alpha1.ReasonKeyConflict, "keyPrefix is already used by the older GatewayKey %q", prev)
 	} else if prev, taken := hashOwner[k.Hash]; taken {
 		res.Accepted = isFalse(v1alpha1.ReasonKeyConflict, "keyHash is already used by the older GatewayKey %q", prev)
+	} else if why := currency.budgetMismatch(k.Budget); why != "" {
+		res.Accepted = isFalse(v1alpha1.ReasonInvalidSpec, "%s", why)
 	} else {
 		prefixOwner[k.Prefix], hashOwner[k.Hash] = gk.Name, gk.Name
+		currency.claimBudget(fmt.Sprintf("GatewayKey %q", gk.Name), k.Budget)
 	}
 
 	// ResolvedRefs: models naming aliases that are not served are left out of

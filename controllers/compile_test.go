@@ -66,6 +66,10 @@ func loadInputs(t *testing.T, paths ...string) Inputs {
 			var o v1alpha1.GatewayKey
 			strict(&o)
 			in.Keys = append(in.Keys, o)
+		case "BudgetGroup":
+			var o v1alpha1.BudgetGroup
+			strict(&o)
+			in.Groups = append(in.Groups, o)
 		case "Secret":
 			var o corev1.Secret
 			strict(&o)
@@ -141,12 +145,14 @@ func TestCompileGolden(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, uint64(len(name))))
 			for i := range 8 {
 				p := in
-				p.Providers, p.Aliases, p.Keys = slices.Clone(in.Providers), slices.Clone(in.Aliases), slices.Clone(in.Keys)
+				p.Providers, p.Aliases, p.Keys, p.Groups = slices.Clone(in.Providers), slices.Clone(in.Aliases), slices.Clone(in.Keys), slices.Clone(in.Groups)
 				if i == 0 {
 					slices.Reverse(p.Providers)
 					slices.Reverse(p.Aliases)
 					slices.Reverse(p.Keys)
+					slices.Reverse(p.Groups)
 				} else {
+					rng.Shuffle(len(p.Groups), func(a, b int) { p.Groups[a], p.Groups[b] = p.Groups[b], p.Groups[a] })
 					rng.Shuffle(len(p.Providers), func(a, b int) { p.Providers[a], p.Providers[b] = p.Providers[b], p.Providers[a] })
 					rng.Shuffle(len(p.Aliases), func(a, b int) { p.Aliases[a], p.Aliases[b] = p.Aliases[b], p.Aliases[a] })
 					rng.Shuffle(len(p.Keys), func(a, b int) { p.Keys[a], p.Keys[b] = p.Keys[b], p.Keys[a] })
@@ -204,6 +210,24 @@ func TestDiffInputsSeesThroughPointers(t *testing.T) {
 			for i := range in.Keys {
 				if e := in.Keys[i].Spec.ExpiresAt; e != nil {
 					e.Time = e.Add(time.Second)
+					return true
+				}
+			}
+			return false
+		},
+		"key budget": func(in *Inputs) bool {
+			for i := range in.Keys {
+				if b := in.Keys[i].Spec.Budget; b != nil {
+					b.Amount += "0"
+					return true
+				}
+			}
+			return false
+		},
+		"group budget": func(in *Inputs) bool {
+			for i := range in.Groups {
+				if b := in.Groups[i].Spec.Budget; b != nil {
+					b.Amount += "0"
 					return true
 				}
 			}
@@ -268,6 +292,7 @@ func deepCopyInputs(in Inputs) Inputs {
 	out.Providers = deepCopyEach(in.Providers, (*v1alpha1.ProviderEndpoint).DeepCopy)
 	out.Aliases = deepCopyEach(in.Aliases, (*v1alpha1.ModelAlias).DeepCopy)
 	out.Keys = deepCopyEach(in.Keys, (*v1alpha1.GatewayKey).DeepCopy)
+	out.Groups = deepCopyEach(in.Groups, (*v1alpha1.BudgetGroup).DeepCopy)
 	if in.Secrets != nil {
 		out.Secrets = make(map[string][]string, len(in.Secrets))
 		for name, keys := range in.Secrets {
@@ -310,7 +335,7 @@ func diffInputs(want, got Inputs) string {
 	for _, l := range []struct {
 		kind      string
 		want, got any
-	}{{"ProviderEndpoint", want.Providers, got.Providers}, {"ModelAlias", want.Aliases, got.Aliases}, {"GatewayKey", want.Keys, got.Keys}} {
+	}{{"ProviderEndpoint", want.Providers, got.Providers}, {"ModelAlias", want.Aliases, got.Aliases}, {"GatewayKey", want.Keys, got.Keys}, {"BudgetGroup", want.Groups, got.Groups}} {
 		w, g := reflect.ValueOf(l.want), reflect.ValueOf(l.got)
 		if w.Len() != g.Len() || w.IsNil() != g.IsNil() {
 			show(l.kind+" list", l.want, l.got)

@@ -35,7 +35,7 @@ func newNamespace() string {
 func samplesYAML() string {
 	paths, err := samplePaths()
 	Expect(err).NotTo(HaveOccurred())
-	Expect(paths).To(HaveLen(8))
+	Expect(paths).To(HaveLen(9))
 	return filesYAML(paths...)
 }
 
@@ -198,7 +198,7 @@ var _ = Describe("snapshot controller", func() {
 
 		cols, wide, rows = table("gatewaykeys")
 		Expect(cols).To(Equal([]string{"Name", "Prefix", "Fingerprint", "Disabled", "Expires", "Accepted", "ResolvedRefs", "Programmed", "Age"}))
-		Expect(wide).To(Equal([]string{"Ready", "Reason"}))
+		Expect(wide).To(Equal([]string{"Ready", "Reason", "Group", "TPM", "Budget"}))
 		// Disabled is false, not blank: the schema defaults it.
 		Expect(rows[0][3]).To(BeFalse())
 		Expect(rows[0][5:8]).To(Equal([]any{"True", "True", "Unknown"}))
@@ -206,6 +206,14 @@ var _ = Describe("snapshot controller", func() {
 		cols, wide, _ = table("providerendpoints")
 		Expect(cols).To(Equal([]string{"Name", "Protocol", "URL", "Accepted", "ResolvedRefs", "Programmed", "Age"}))
 		Expect(wide).To(Equal([]string{"Ready", "Reason"}))
+
+		cols, wide, rows = table("budgetgroups")
+		Expect(cols).To(Equal([]string{"Name", "TPM", "Budget", "Currency", "Period", "Keys", "Accepted", "ResolvedRefs", "Programmed", "Age"}))
+		Expect(wide).To(Equal([]string{"Ready", "Reason"}))
+		Eventually(func() []any {
+			_, _, rows = table("budgetgroups")
+			return rows[0][:9]
+		}, eventually).Should(Equal([]any{"platform", float64(200000), "500", "USD", "month", float64(1), "True", "True", "Unknown"}))
 	})
 
 	It("follows create, update and delete of each kind", func() {

@@ -100,6 +100,7 @@ func Main(ctx context.Context, args []string) error {
 	fs.IntVar(&o.Limits.MaxMessages, "max-messages", 0, "gateways' limit on `messages` in one request (0: the snapshot default)")
 	fs.IntVar(&o.Limits.MaxContentChars, "max-content-chars", 0, "gateways' limit on the `characters` of all message contents of one request (0: the snapshot default)")
 	fs.IntVar(&o.Limits.MaxConcurrent, "max-concurrent", 0, "chat requests one gateway replica serves at once; more get 503 (`n`, 0: the snapshot default)")
+	fs.IntVar(&o.Limits.DefaultMaxTokens, "default-max-tokens", 0, "output `tokens` a chat request without max_tokens reserves against token limits and budgets (0: the snapshot default, 4096)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "`address` of /healthz and /readyz")
 	fs.DurationVar(&o.Debounce, "debounce", 200*time.Millisecond, "quiet `period` after the last change before compiling")
 	fs.DurationVar(&o.DebounceMax, "debounce-max", time.Second, "longest `wait` for a quiet period under a stream of changes")

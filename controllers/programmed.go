@@ -258,5 +258,10 @@ func (st Statuses) digests() map[objectRef]string {
 			d[objectRef{"GatewayKey", n}] = r.Digest
 		}
 	}
+	for n, r := range st.Groups {
+		if r.InSnapshot {
+			d[objectRef{"BudgetGroup", n}] = r.Digest
+		}
+	}
 	return d
 }

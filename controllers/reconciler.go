@@ -42,7 +42,7 @@ const (
 	FieldOwner = "llmgw-controller"
 )
 
-// The RBAC the controller needs, and no more: read the three kinds and the
+// The RBAC the controller needs, and no more: read the four kinds and the
 // Secrets (to see which credentials exist), patch their status, write the
 // snapshot ConfigMap, read the one the gateways report into (and create it),
 // list the gateway Pods (which are ready), hold its leader Lease, record
@@ -51,8 +51,8 @@ const (
 // limited by resourceNames, nor can list/watch with a label selector or the
 // deletion of the snapshot's parts, whose names carry their content hash.
 //
-// +kubebuilder:rbac:groups=llmgw.dev,namespace=llmgw-system,resources=providerendpoints;modelaliases;gatewaykeys,verbs=list;watch
-// +kubebuilder:rbac:groups=llmgw.dev,namespace=llmgw-system,resources=providerendpoints/status;modelaliases/status;gatewaykeys/status,verbs=patch
+// +kubebuilder:rbac:groups=llmgw.dev,namespace=llmgw-system,resources=providerendpoints;modelaliases;gatewaykeys;budgetgroups,verbs=list;watch
+// +kubebuilder:rbac:groups=llmgw.dev,namespace=llmgw-system,resources=providerendpoints/status;modelaliases/status;gatewaykeys/status;budgetgroups/status,verbs=patch
 // +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=secrets,verbs=list;watch
 // +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=configmaps,verbs=create;list;watch;delete
 // +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=configmaps,resourceNames=llmgw-snapshot,verbs=get;update
@@ -181,7 +181,7 @@ func (r *Reconciler) enqueueAll() handler.EventHandler {
 	}
 }
 
-// SetupWithManager registers the watches: the three kinds (spec changes only,
+// SetupWithManager registers the watches: the four kinds (spec changes only,
 // so our own status writes do not loop), Secrets (only when their set of data
 // keys changes) and the snapshot ConfigMap (to repair edits and deletion).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -199,6 +199,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.ProviderEndpoint{}, r.enqueueAll(), spec).
 		Watches(&v1alpha1.ModelAlias{}, r.enqueueAll(), spec).
 		Watches(&v1alpha1.GatewayKey{}, r.enqueueAll(), spec).
+		Watches(&v1alpha1.BudgetGroup{}, r.enqueueAll(), spec).
 		Watches(&corev1.Secret{}, r.enqueueAll(), secretKeysChanged).
 		Watches(&corev1.ConfigMap{}, r.enqueueAll(), builder.OnlyMetadata, r.snapshotEvents())
 	if g := r.Gateways; g != nil {
@@ -274,13 +275,14 @@ func (r *Reconciler) inputs(ctx context.Context) (Inputs, error) {
 	var pl v1alpha1.ProviderEndpointList
 	var al v1alpha1.ModelAliasList
 	var kl v1alpha1.GatewayKeyList
+	var gl v1alpha1.BudgetGroupList
 	var sl corev1.SecretList
-	for _, l := range []client.ObjectList{&pl, &al, &kl, &sl} {
+	for _, l := range []client.ObjectList{&pl, &al, &kl, &gl, &sl} {
 		if err := r.Client.List(ctx, l, ns); err != nil {
 			return in, fmt.Errorf("listing %T: %w", l, err)
 		}
 	}
-	in.Providers, in.Aliases, in.Keys = pl.Items, al.Items, kl.Items
+	in.Providers, in.Aliases, in.Keys, in.Groups = pl.Items, al.Items, kl.Items, gl.Items
 	for i := range sl.Items {
 		in.Secrets[sl.Items[i].Name] = secretKeys(&sl.Items[i])
 	}

@@ -64,6 +64,17 @@ func (r *Reconciler) updateStatuses(ctx context.Context, in Inputs, st Statuses,
 		o.Status.Fingerprint = res.Fingerprint
 		errs = append(errs, r.patchStatus(ctx, o, orig, &orig.Status, &o.Status))
 	}
+	for i := range in.Groups {
+		o := &in.Groups[i]
+		res := st.Groups[o.Name]
+		orig := o.DeepCopy()
+		ref := objectRef{"BudgetGroup", o.Name}
+		ready := r.setCommon(o, ref, &o.Status.CommonStatus, res.Result, round)
+		count[[2]string{ref.Kind, ready}]++
+		seen[ref] = true
+		o.Status.Keys = res.Keys
+		errs = append(errs, r.patchStatus(ctx, o, orig, &orig.Status, &o.Status))
+	}
 	r.forgetConditions(seen)
 	objects.Reset()
 	for k, v := range count {

@@ -24,12 +24,16 @@ func Main(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	cfg := Config{}
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "data-plane listen address (OpenAI-compatible API, /health)")
-	fs.StringVar(&cfg.MgmtAddr, "mgmt-addr", "127.0.0.1:9090", "management listen address serving /metrics; empty disables it")
+	fs.StringVar(&cfg.MgmtAddr, "mgmt-addr", "127.0.0.1:9090", "management listen address serving /metrics, /health and /debug/pprof; empty disables it (never expose it publicly)")
+	pprofOn := fs.Bool("pprof", true, "serve Go runtime profiles under /debug/pprof on the management port")
+	fs.IntVar(&cfg.Profiling.BlockRate, "profile-block-rate", 0, "turn on the block profile: sample one blocking event per this many nanoseconds blocked (1: every event); 0 leaves it off (it costs time on every blocking event)")
+	fs.IntVar(&cfg.Profiling.MutexFraction, "profile-mutex-fraction", 0, "turn on the mutex profile: sample 1 in this many contended lock events; 0 leaves it off")
 	file := source.File{}
 	fs.StringVar(&file.Path, "snapshot", "", "config snapshot file (JSON); reloaded when it changes (required)")
 	fs.DurationVar(&file.Interval, "reload-interval", time.Second, "how often to check the snapshot file for changes")
 	fs.StringVar(&cfg.DBPath, "db", "llmgw-usage.db", "SQLite usage ledger file (created if missing)")
 	fs.DurationVar(&cfg.Retention.MaxAge, "ledger-max-age", 90*24*time.Hour, "drop usage records older than this, oldest first, in the background; 0 keeps them")
+	fs.DurationVar(&cfg.LedgerBeginHold, "ledger-begin-hold", DefaultLedgerBeginHold, "how long a request's in_progress record waits in memory for its final version, so a short request costs one write instead of two; a crash loses the in_progress records of requests younger than this that had not sent a byte yet; 0 writes each at once")
 	fs.Int64Var(&cfg.Retention.MaxBytes, "ledger-max-bytes", 512<<20, "drop the oldest usage records while the ledger's live data is larger than this many bytes; 0: no size bound")
 	fs.BoolVar(&cfg.LedgerFailOpen, "ledger-fail-open", false, "serve chat requests while the usage ledger cannot commit (disk full, I/O error), counting each lost record in llmgw_usage_unrecorded_requests_total; default: refuse them with 503 usage_store_unavailable and turn /readyz false until a write succeeds")
 	fs.StringVar(&file.CredentialsDir, "credentials-dir", "", "standalone: the only directory credential.file references are read from (default: the snapshot file's directory)")
@@ -52,6 +56,7 @@ func Main(ctx context.Context, args []string) error {
 	trusted := fs.String("trusted-proxies", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (empty: the TCP peer is the client)")
 	fs.IntVar(&cfg.ReadRPM, "read-rpm", 60, "per-key limit of GET /v1/usage and GET /v1/models together, a bucket apart from the key's chat bucket: requests per minute, or the key's own rate if larger")
 	fs.IntVar(&cfg.ReadBurst, "read-burst", 20, "per-key limit of GET /v1/usage and GET /v1/models: burst, or the key's own burst if larger")
+	quotaFlags := addQuotaStoreFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: llmgw gateway --snapshot FILE [flags]\n       llmgw gateway --kubernetes [--namespace NS] [--configmap NAME] [flags]\n\nRuns the gateway data plane from a snapshot file (standalone mode) or from the\nsnapshot ConfigMap the controller writes (Kubernetes mode); both reload without a restart.\n\nFlags:")
 		fs.PrintDefaults()
@@ -60,6 +65,7 @@ func Main(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	cfg.Profiling.Disabled = !*pprofOn
 	if cfg.TrustedProxies, err = parseCIDRs(*trusted); err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
 	}
@@ -72,6 +78,9 @@ func Main(ctx context.Context, args []string) error {
 	}
 	cfg.Logger = log
 	if err := configurePeers(&cfg, pc, *peerTokenFile); err != nil {
+		return err
+	}
+	if err := quotaFlags.configure(&cfg, pc); err != nil {
 		return err
 	}
 	switch {

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/llmgw/llmgw/gateway/peers"
+	"github.com/llmgw/llmgw/gateway/quota"
 	"github.com/llmgw/llmgw/gateway/server"
 	"github.com/llmgw/llmgw/gateway/source"
 	"github.com/llmgw/llmgw/gateway/usage"
@@ -25,14 +26,19 @@ import (
 // Config is one gateway process.
 type Config struct {
 	Addr     string // data plane
-	MgmtAddr string // metrics; "" disables
+	MgmtAddr string // metrics, profiles, peer usage; "" disables
+	// Profiling configures /debug/pprof on the management port.
+	Profiling Profiling
 	// Source is where snapshots come from: a source.File or a *source.Kube.
 	Source source.Source
 	DBPath string
 	// Retention bounds the usage ledger by age and size (zero: keep all).
-	Retention    usage.Retention
-	DrainTimeout time.Duration
-	Logger       *slog.Logger
+	Retention usage.Retention
+	// LedgerBeginHold: see usage.Options.BeginHold (the flag's default is
+	// DefaultLedgerBeginHold; zero here writes every Begin at once).
+	LedgerBeginHold time.Duration
+	DrainTimeout    time.Duration
+	Logger          *slog.Logger
 	// Peers, when set, makes GET /v1/usage merge the sibling replicas'
 	// records; PeerToken is what siblings must present on the management
 	// port's peer endpoint (which needs MgmtAddr).
@@ -48,7 +54,15 @@ type Config struct {
 	// LedgerFailOpen serves chat requests while the ledger cannot commit
 	// (default: refuse them with 503 and report not ready).
 	LedgerFailOpen bool
+	// QuotaStore shares the quota counters between replicas (empty URL:
+	// each replica counts in its own memory).
+	QuotaStore QuotaStore
 }
+
+// DefaultLedgerBeginHold is how long the ledger keeps a request's Begin in
+// memory by default: long enough for a fast model's answer, so most
+// requests cost the ledger one insert (usage.Options.BeginHold).
+const DefaultLedgerBeginHold = 20 * time.Millisecond
 
 // Gateway is a started gateway process: its ledger, its data plane and the
 // listeners serving it.
@@ -65,6 +79,9 @@ type Gateway struct {
 	mgmt      *http.Server // nil when disabled
 	errc      chan error
 	stopWatch context.CancelFunc
+	// quota is the shared quota store's failover (nil without one).
+	quota      *quota.Failover
+	closeQuota func() error
 }
 
 // Run serves until ctx is cancelled, then drains (see Gateway.Wait).
@@ -85,6 +102,9 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	if cfg.PeerToken != "" && cfg.MgmtAddr == "" {
 		return nil, errors.New("gateway: the peer endpoint needs a management address")
 	}
+	if err := cfg.Profiling.validate(cfg.MgmtAddr); err != nil {
+		return nil, err
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -100,7 +120,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			}
 		}
 	}()
-	g.Ledger, err = usage.Open(ctx, cfg.DBPath, usage.Options{Logger: log, Retention: cfg.Retention})
+	g.Ledger, err = usage.Open(ctx, cfg.DBPath, usage.Options{Logger: log, Retention: cfg.Retention, BeginHold: cfg.LedgerBeginHold})
 	if err != nil {
 		return nil, fmt.Errorf("opening usage ledger: %w", err)
 	}
@@ -123,12 +143,25 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	var watchCtx context.Context
 	watchCtx, g.stopWatch = context.WithCancel(ctx)
 	undo = append(undo, g.stopWatch)
+	if g.quota, g.closeQuota, err = openQuotaStore(cfg.QuotaStore, log, reg); err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { _ = g.closeQuota() })
+	if g.quota != nil {
+		go g.quota.Run(watchCtx)
+	}
 	g.Server, err = server.New(server.Options{Ledger: g.Ledger, Logger: log, Metrics: server.NewMetrics(reg),
 		Credentials: cfg.Source.Credentials(), Peers: cfg.Peers,
 		ClientIPRPM: cfg.ClientIPRPM, ClientIPBurst: cfg.ClientIPBurst, TrustedProxies: cfg.TrustedProxies,
-		ReadRPM: cfg.ReadRPM, ReadBurst: cfg.ReadBurst, LedgerFailOpen: cfg.LedgerFailOpen})
+		ReadRPM: cfg.ReadRPM, ReadBurst: cfg.ReadBurst, LedgerFailOpen: cfg.LedgerFailOpen,
+		Quota: g.quotaStore()})
 	if err != nil {
 		return nil, err
+	}
+	// Before any request: interrupted requests hand back their quota
+	// reservations, and budgets spent this period come back from the ledger.
+	if err := g.Server.RecoverQuotas(ctx, g.Ledger.RecoveredIDs()); err != nil {
+		log.Warn("quota recovery incomplete; reservations left are released by their ttl", "err", err)
 	}
 
 	// Listeners first: /healthz answers while the source is still connecting
@@ -152,6 +185,10 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		mux.Handle("GET /health", g.Server.ManagementHealthHandler())
 		if cfg.PeerToken != "" {
 			mux.Handle("GET "+peers.Path, g.Server.PeerUsageHandler(cfg.PeerToken))
+		}
+		if !cfg.Profiling.Disabled {
+			registerProfiles(mux)
+			cfg.Profiling.apply()
 		}
 		g.mgmt = &http.Server{Addr: cfg.MgmtAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { g.errc <- g.mgmt.Serve(mln) }()
@@ -178,6 +215,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 // record is written.
 func (g *Gateway) Wait(ctx context.Context) error {
 	defer g.Ledger.Close()
+	defer func() { _ = g.closeQuota() }() // after the drain: the last settles
 	defer g.stopWatch()
 	var serveErr error
 	select {

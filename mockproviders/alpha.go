@@ -38,6 +38,7 @@ type alphaRequest struct {
 	// Decoded only so a wrongly typed value is a 400, as with the real API.
 	Temperature *float64 `json:"temperature"`
 	TopP        *float64 `json:"top_p"`
+	User        *string  `json:"user"`
 }
 
 var alphaRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true}
@@ -54,6 +55,9 @@ func (alphaProto) parse(body []byte) (*chatRequest, *apiError) {
 		return nil, badRequest("messages", "messages must be a non-empty array")
 	}
 	req := &chatRequest{model: in.Model, stream: in.Stream}
+	if in.User != nil {
+		req.user = *in.User
+	}
 	for i, m := range in.Messages {
 		if !alphaRoles[m.Role] {
 			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role %q is not one of system, developer, user, assistant, tool", i, m.Role)
@@ -140,10 +144,28 @@ type alphaUsage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// The details appear when a directive asks for cached or reasoning
+	// tokens, so answers without one keep their bytes.
+	PromptTokensDetails     *alphaPromptDetails     `json:"prompt_tokens_details,omitempty"`
+	CompletionTokensDetails *alphaCompletionDetails `json:"completion_tokens_details,omitempty"`
 }
 
-func usageOf(a *answer) *alphaUsage {
-	return &alphaUsage{a.inputTokens, a.outputTokens, a.inputTokens + a.outputTokens}
+type alphaPromptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+type alphaCompletionDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
+}
+
+func usageOf(x *exchange) *alphaUsage {
+	u := x.usage()
+	out := &alphaUsage{PromptTokens: u.input, CompletionTokens: u.output, TotalTokens: u.input + u.output}
+	if x.fault.Has("cached_tokens") || x.fault.Has("reasoning_tokens") {
+		out.PromptTokensDetails = &alphaPromptDetails{CachedTokens: u.cached}
+		out.CompletionTokensDetails = &alphaCompletionDetails{ReasoningTokens: u.reasoning}
+	}
+	return out
 }
 
 func alphaFinish(a *answer) string {
@@ -179,7 +201,7 @@ func (alphaProto) jsonBody(x *exchange) []byte {
 		Choices: []alphaChoice{{Message: alphaMessage{Role: "assistant", Content: x.ans.text}, FinishReason: alphaFinish(x.ans)}},
 	}
 	if !x.noUsage {
-		out.Usage = usageOf(x.ans)
+		out.Usage = usageOf(x)
 	}
 	b, _ := json.Marshal(out)
 	return append(b, '\n')
@@ -223,13 +245,14 @@ func (alphaProto) streamPiece(x *exchange, piece string) []byte {
 	return x.alphaChunk([]alphaChunkChoice{{Delta: alphaDelta{Content: &piece}}}, nil)
 }
 
-func (alphaProto) streamTail(x *exchange) [][]byte {
+func (alphaProto) streamTail(x *exchange) ([][]byte, bool) {
 	finish := alphaFinish(x.ans)
 	evs := [][]byte{x.alphaChunk([]alphaChunkChoice{{FinishReason: &finish}}, nil)}
-	if x.req.includeUsage && !x.noUsage {
-		evs = append(evs, x.alphaChunk([]alphaChunkChoice{}, usageOf(x.ans)))
+	withUsage := x.req.includeUsage && !x.noUsage
+	if withUsage {
+		evs = append(evs, x.alphaChunk([]alphaChunkChoice{}, usageOf(x)))
 	}
-	return append(evs, []byte("data: [DONE]\n\n"))
+	return append(evs, []byte("data: [DONE]\n\n")), withUsage
 }
 
 func (alphaProto) streamError(x *exchange) []byte {

@@ -55,6 +55,9 @@ func (betaProto) parse(body []byte) (*chatRequest, *apiError) {
 		return nil, e
 	}
 	req := &chatRequest{model: in.Model, system: system, stream: in.Stream, maxTokens: *in.MaxTokens, stops: in.StopSequences}
+	if in.Metadata != nil {
+		req.user, _ = (*in.Metadata)["user_id"].(string)
+	}
 	for i, m := range in.Messages {
 		if m.Role != "user" && m.Role != "assistant" {
 			return nil, badRequest("", "messages.%d.role: %q is not user or assistant (the system prompt is the top-level system field)", i, m.Role)
@@ -103,9 +106,23 @@ func (betaProto) writeError(w http.ResponseWriter, e *apiError) {
 	writeJSON(w, e.status, betaErrorBody{Type: "error", Error: betaError{Type: betaErrorType(e.status), Message: e.message}})
 }
 
+// betaUsage follows the Messages protocol: input_tokens excludes the
+// tokens read from the prompt cache, which are reported apart (and only
+// when a directive asks for them, so other answers keep their bytes).
+// Reasoning has no count of its own: it is part of output_tokens.
 type betaUsage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens          int  `json:"input_tokens"`
+	CacheReadInputTokens *int `json:"cache_read_input_tokens,omitempty"`
+	OutputTokens         int  `json:"output_tokens"`
+}
+
+func betaUsageOf(x *exchange, output int) *betaUsage {
+	u := x.usage()
+	out := &betaUsage{InputTokens: u.input - u.cached, OutputTokens: output}
+	if x.fault.Has("cached_tokens") {
+		out.CacheReadInputTokens = &u.cached
+	}
+	return out
 }
 
 type betaBlock struct {
@@ -142,7 +159,7 @@ func (betaProto) jsonBody(x *exchange) []byte {
 		StopReason: &reason, StopSequence: seq,
 	}
 	if !x.noUsage {
-		out.Usage = &betaUsage{x.ans.inputTokens, x.ans.outputTokens}
+		out.Usage = betaUsageOf(x, x.usage().output)
 	}
 	b, _ := json.Marshal(out)
 	return append(b, '\n')
@@ -202,7 +219,7 @@ func (betaProto) streamHead(x *exchange) [][]byte {
 	if !x.noUsage {
 		// Like Anthropic: input tokens up front, a placeholder output count; the final
 		// output count comes in message_delta.
-		start.Message.Usage = &betaUsage{InputTokens: x.ans.inputTokens, OutputTokens: 1}
+		start.Message.Usage = betaUsageOf(x, 1)
 	}
 	return [][]byte{
 		betaEvent("message_start", start),
@@ -215,19 +232,19 @@ func (betaProto) streamPiece(x *exchange, piece string) []byte {
 	return betaEvent("content_block_delta", betaBlockDelta{Type: "content_block_delta", Delta: betaBlock{Type: "text_delta", Text: piece}})
 }
 
-func (betaProto) streamTail(x *exchange) [][]byte {
+func (betaProto) streamTail(x *exchange) ([][]byte, bool) {
 	md := betaMessageDelta{Type: "message_delta"}
 	md.Delta.StopReason, md.Delta.StopSequence = betaStop(x.ans)
 	if !x.noUsage {
 		md.Usage = &struct {
 			OutputTokens int `json:"output_tokens"`
-		}{x.ans.outputTokens}
+		}{x.usage().output}
 	}
 	return [][]byte{
 		betaEvent("content_block_stop", betaBlockStop{Type: "content_block_stop"}),
 		betaEvent("message_delta", md),
 		betaEvent("message_stop", betaTyped{Type: "message_stop"}),
-	}
+	}, !x.noUsage
 }
 
 func (betaProto) streamError(x *exchange) []byte {

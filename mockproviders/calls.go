@@ -14,10 +14,21 @@ type Calls struct {
 	ByPath   map[string]int64 `json:"by_path"`
 	ByFault  map[string]int64 `json:"by_fault"`  // "status=503", "chunks=5", ...; "invalid" for a rejected directive
 	ByStatus map[string]int64 `json:"by_status"` // the HTTP status the mock answered with ("200", "401", ...)
+	// Done counts the calls that have ended (answered, failed or abandoned):
+	// once it equals Total, the token counts are final.
+	Done int64 `json:"done"`
+	// Tokens is what the answers delivered (see Tokens), in total and by the
+	// request's user (alpha's user, beta's metadata.user_id; "" when unset).
+	Tokens       Tokens            `json:"tokens"`
+	TokensByUser map[string]Tokens `json:"tokens_by_user"`
 }
 
-// maxPaths caps by_path so a client probing random URLs cannot grow memory without bound.
-const maxPaths = 64
+// maxPaths caps by_path (and maxUsers tokens_by_user) so a client probing
+// random URLs or users cannot grow memory without bound.
+const (
+	maxPaths = 64
+	maxUsers = 64
+)
 
 type callCounter struct {
 	mu sync.Mutex
@@ -33,7 +44,8 @@ func newCallCounter() *callCounter {
 func (cc *callCounter) reset() {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	cc.c = Calls{ByPath: map[string]int64{}, ByFault: map[string]int64{}, ByStatus: map[string]int64{}}
+	cc.c = Calls{ByPath: map[string]int64{}, ByFault: map[string]int64{}, ByStatus: map[string]int64{},
+		TokensByUser: map[string]Tokens{}}
 }
 
 func (cc *callCounter) arrive(path string) {
@@ -63,8 +75,26 @@ func (cc *callCounter) status(code int) {
 	cc.c.ByStatus[strconv.Itoa(code)]++
 }
 
+// finish closes one call with the tokens it delivered.
+func (cc *callCounter) finish(user string, t Tokens) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	cc.c.Done++
+	if t == (Tokens{}) {
+		return
+	}
+	cc.c.Tokens.add(t)
+	if _, ok := cc.c.TokensByUser[user]; !ok && len(cc.c.TokensByUser) >= maxUsers {
+		user = "other"
+	}
+	u := cc.c.TokensByUser[user]
+	u.add(t)
+	cc.c.TokensByUser[user] = u
+}
+
 func (cc *callCounter) snapshot() Calls {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	return Calls{Total: cc.c.Total, ByPath: maps.Clone(cc.c.ByPath), ByFault: maps.Clone(cc.c.ByFault), ByStatus: maps.Clone(cc.c.ByStatus)}
+	return Calls{Total: cc.c.Total, ByPath: maps.Clone(cc.c.ByPath), ByFault: maps.Clone(cc.c.ByFault), ByStatus: maps.Clone(cc.c.ByStatus),
+		Done: cc.c.Done, Tokens: cc.c.Tokens, TokensByUser: maps.Clone(cc.c.TokensByUser)}
 }

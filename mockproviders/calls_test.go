@@ -44,7 +44,10 @@ func TestCallsAndReset(t *testing.T) {
 				ByPath:   map[string]int64{m.path(): 7, "/v1/other": 1},
 				ByFault:  map[string]int64{"status=503": 2, "retry_after=1": 1, "chunks=2": 1, "invalid": 1},
 				ByStatus: map[string]int64{"200": 2, "503": 2, "400": 2, "405": 1, "404": 1},
+				Done:     8,
 			}
+			// Token counts have their own test (usage_test.go).
+			want.Tokens, want.TokensByUser = c.Tokens, c.TokensByUser
 			if fmt.Sprint(c) != fmt.Sprint(want) {
 				t.Fatalf("calls\n got %+v\nwant %+v", c, want)
 			}
@@ -61,7 +64,8 @@ func TestCallsAndReset(t *testing.T) {
 				t.Fatalf("reset: %v %v", resp, err)
 			}
 			resp.Body.Close()
-			if c := m.calls(t); c.Total != 0 || len(c.ByPath)+len(c.ByFault)+len(c.ByStatus) != 0 {
+			if c := m.calls(t); c.Total != 0 || c.Done != 0 || c.Tokens != (Tokens{}) ||
+				len(c.ByPath)+len(c.ByFault)+len(c.ByStatus)+len(c.TokensByUser) != 0 {
 				t.Fatalf("after reset: %+v", c)
 			}
 		})

@@ -23,6 +23,12 @@ type Fault struct {
 	ErrorAfter       int  // error_after=N: N content pieces, then the protocol's error event
 	StallAfter       int  // stall_after=N: N content pieces, then silence until the client leaves
 	NoUsage          bool // no_usage=1: usage is left out
+	// cached_tokens=N: N of the prompt's tokens are reported as read from a
+	// prompt cache (at most all of them); they stay part of the input count.
+	CachedTokens int
+	// reasoning_tokens=N: the answer spent N more tokens on reasoning the
+	// client does not see; they are added to the output count.
+	ReasoningTokens int
 
 	set uint16
 }
@@ -45,6 +51,8 @@ var faultKeys = []faultKey{
 	{"error_after", 0, MaxChunks, func(f *Fault) *int { return &f.ErrorAfter }},
 	{"stall_after", 0, MaxChunks, func(f *Fault) *int { return &f.StallAfter }},
 	{"no_usage", 0, 1, nil},
+	{"cached_tokens", 0, maxUsageTokens, func(f *Fault) *int { return &f.CachedTokens }},
+	{"reasoning_tokens", 0, maxUsageTokens, func(f *Fault) *int { return &f.ReasoningTokens }},
 }
 
 const (
@@ -52,6 +60,8 @@ const (
 	MaxChunks = 10000
 	// maxDelayMS is one hour: long enough for any timeout test, short enough to notice.
 	maxDelayMS = 3_600_000
+	// maxUsageTokens bounds cached_tokens and reasoning_tokens.
+	maxUsageTokens = 1_000_000
 )
 
 func keyIndex(name string) int {

@@ -96,6 +96,7 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, x *exchange) {
 		if !send(w, rc, h.proto.streamPiece(x, p)) {
 			return
 		}
+		x.sent.sentPiece(p)
 	}
 	switch kind {
 	case cutDrop:
@@ -107,11 +108,13 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, x *exchange) {
 		<-r.Context().Done()
 		return
 	}
-	for _, ev := range h.proto.streamTail(x) {
+	tail, withUsage := h.proto.streamTail(x)
+	for _, ev := range tail {
 		if !send(w, rc, ev) {
 			return
 		}
 	}
+	x.sent.usageSent = withUsage
 }
 
 // json answers a non-streaming call. The *_after faults map onto a body: drop and
@@ -145,5 +148,11 @@ func (h *handler) json(w http.ResponseWriter, r *http.Request, x *exchange) {
 		<-r.Context().Done()
 		return
 	}
-	w.Write(body)
+	if _, err := w.Write(body); err != nil {
+		return
+	}
+	for _, p := range x.ans.pieces {
+		x.sent.sentPiece(p)
+	}
+	x.sent.usageSent = !x.noUsage
 }

@@ -49,7 +49,9 @@ type protocol interface {
 	jsonBody(x *exchange) []byte
 	streamHead(x *exchange) [][]byte
 	streamPiece(x *exchange, piece string) []byte
-	streamTail(x *exchange) [][]byte
+	// streamTail is the events after the last piece, and whether they carry
+	// the usage.
+	streamTail(x *exchange) ([][]byte, bool)
 	streamError(x *exchange) []byte
 }
 
@@ -59,6 +61,7 @@ type exchange struct {
 	ans     *answer
 	fault   Fault
 	noUsage bool
+	sent    delivery // what reached the client, for /mock/calls tokens
 }
 
 type handler struct {
@@ -149,12 +152,19 @@ func (h *handler) serveProtocol(rw http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	w := &statusWriter{ResponseWriter: rw}
 	var req *chatRequest
+	var x *exchange
 	fault := ""
 	// Deferred so it also runs when drop_after aborts the handler with a panic.
 	defer func() {
 		if w.status != 0 {
 			h.calls.status(w.status)
 		}
+		var t Tokens
+		user := ""
+		if x != nil {
+			t, user = x.tokensOf(h.opts.Flavor), x.req.user
+		}
+		h.calls.finish(user, t)
 		attrs := []any{"flavor", h.opts.Flavor, "method", r.Method, "path", r.URL.Path, "status", w.status, "duration", time.Since(start)}
 		if req != nil {
 			attrs = append(attrs, "model", req.model, "stream", req.stream, "fault", fault)
@@ -190,6 +200,7 @@ func (h *handler) serveProtocol(rw http.ResponseWriter, r *http.Request) {
 		h.proto.writeError(w, apiErr)
 		return
 	}
+	rawInput := rawInputTokens(req) // before stripLastUser removes the directive lines
 	faults, err := ParseDirectives(strings.Join(stripLastUser(req), "\n"))
 	if err != nil {
 		fault = "invalid"
@@ -219,7 +230,8 @@ func (h *handler) serveProtocol(rw http.ResponseWriter, r *http.Request) {
 	if f.Has("chunks") {
 		chunks = f.Chunks
 	}
-	x := &exchange{req: req, ans: buildAnswer(h.opts.Flavor, req, chunks), fault: f, noUsage: f.NoUsage}
+	x = &exchange{req: req, ans: buildAnswer(h.opts.Flavor, req, chunks), fault: f, noUsage: f.NoUsage,
+		sent: delivery{rawInput: rawInput}}
 	if req.stream {
 		h.stream(w, r, x)
 	} else {

@@ -38,6 +38,7 @@ type chatRequest struct {
 	includeUsage bool // alpha stream_options.include_usage
 	maxTokens    int  // 0: no limit
 	stops        []string
+	user         string // alpha's user, beta's metadata.user_id: /mock/calls groups tokens by it
 }
 
 type finishReason int

@@ -194,6 +194,15 @@ func randomSnapshot(r *rand.Rand) *Snapshot {
 			n := r.IntN(10)
 			p.CircuitBreaker.ConsecutiveFailures = &n
 		}
+		for range r.IntN(3) {
+			pr := Price{Model: randomString(r), Currency: randomString(r), InputPerMillion: randomString(r),
+				OutputPerMillion: randomString(r)}
+			if r.IntN(2) == 0 {
+				e := time.Unix(r.Int64N(4e9), r.Int64N(1e9)).In(time.FixedZone("z", 3600*r.IntN(5)))
+				pr.EffectiveFrom = &e
+			}
+			p.Prices = append(p.Prices, pr)
+		}
 		s.Providers = append(s.Providers, p)
 	}
 	for range r.IntN(3) {

@@ -10,6 +10,8 @@ type Compiled struct {
 	keys      map[string]*Key
 	aliases   map[string]*Alias
 	providers map[string]*Provider
+	prices    map[routeKey][]datedPrice
+	groups    map[string]*Group
 }
 
 // Compile indexes a deep copy of s (so a caller that keeps editing s cannot race
@@ -26,10 +28,12 @@ func Compile(s *Snapshot) *Compiled {
 		keys:      make(map[string]*Key, len(snap.Keys)),
 		aliases:   make(map[string]*Alias, len(snap.Aliases)),
 		providers: make(map[string]*Provider, len(snap.Providers)),
+		prices:    indexPrices(snap),
 	}
 	for i := range snap.Keys {
 		c.keys[snap.Keys[i].Prefix] = &snap.Keys[i]
 	}
+	c.groups = indexGroups(snap)
 	for i := range snap.Aliases {
 		c.aliases[snap.Aliases[i].Name] = &snap.Aliases[i]
 	}
@@ -96,6 +100,12 @@ func (s *Snapshot) Clone() *Snapshot {
 			v := *n
 			p.CircuitBreaker.ConsecutiveFailures = &v
 		}
+		p.Prices = cloneSlice(p.Prices, func(pr *Price) {
+			if pr.EffectiveFrom != nil {
+				t := *pr.EffectiveFrom
+				pr.EffectiveFrom = &t
+			}
+		})
 	})
 	c.Aliases = cloneSlice(s.Aliases, func(a *Alias) {
 		a.Fallbacks = cloneSlice(a.Fallbacks, nil)
@@ -105,6 +115,12 @@ func (s *Snapshot) Clone() *Snapshot {
 		}
 	})
 	c.Keys = cloneSlice(s.Keys, func(k *Key) { *k = k.Clone() })
+	c.Groups = cloneSlice(s.Groups, func(g *Group) {
+		if g.Budget != nil {
+			b := *g.Budget
+			g.Budget = &b
+		}
+	})
 	return &c
 }
 
@@ -112,6 +128,10 @@ func (s *Snapshot) Clone() *Snapshot {
 func (k *Key) Clone() Key {
 	c := *k
 	c.Models = cloneSlice(k.Models, nil)
+	if k.Budget != nil {
+		b := *k.Budget
+		c.Budget = &b
+	}
 	if k.ExpiresAt != nil {
 		t := *k.ExpiresAt
 		c.ExpiresAt = &t

@@ -19,6 +19,7 @@ const (
 	DefaultMaxMessages             = 256
 	DefaultMaxContentChars         = 200_000
 	DefaultMaxConcurrent           = 1024
+	DefaultMaxTokens               = 4096
 	DefaultRPM                     = 60
 	DefaultBurst                   = 10
 	// A provider's circuit breaker opens after 5 failures in a row (the
@@ -45,6 +46,7 @@ func (s *Snapshot) Normalize() {
 		setDefault(&p.ConnectTimeoutMs, DefaultConnectTimeoutMs)
 		setDefault(&p.ResponseHeaderTimeoutMs, DefaultResponseHeaderTimeoutMs)
 		p.CircuitBreaker.normalize()
+		normalizePrices(p.Prices)
 	}
 	for i := range s.Aliases {
 		s.Aliases[i].normalize()
@@ -56,6 +58,8 @@ func (s *Snapshot) Normalize() {
 	setDefault(&s.Limits.MaxMessages, DefaultMaxMessages)
 	setDefault(&s.Limits.MaxContentChars, DefaultMaxContentChars)
 	setDefault(&s.Limits.MaxConcurrent, DefaultMaxConcurrent)
+	setDefault(&s.Limits.DefaultMaxTokens, DefaultMaxTokens)
+	normalizeGroups(s)
 	// Stable sorts keep duplicates (which Validate rejects) in input order instead
 	// of shuffling them, so error messages are reproducible.
 	slices.SortStableFunc(s.Providers, func(a, b Provider) int { return cmp.Compare(a.Name, b.Name) })
@@ -96,6 +100,7 @@ func (k *Key) Normalize() {
 		k.Models = slices.Compact(slices.Sorted(slices.Values(k.Models)))
 		k.Models = nonNil(k.Models)
 	}
+	k.Budget.normalize()
 	if k.ExpiresAt != nil {
 		// Round(0) drops a monotonic reading; UTC gives one spelling per instant.
 		t := k.ExpiresAt.Round(0).UTC()

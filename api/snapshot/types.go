@@ -11,6 +11,9 @@ type Snapshot struct {
 	Aliases   []Alias    `json:"aliases"`
 	Keys      []Key      `json:"keys"`
 	Limits    Limits     `json:"limits"`
+	// Groups are budget groups keys share (see Group); omitted when empty
+	// so snapshots without them keep their bytes and version.
+	Groups []Group `json:"groups,omitempty"`
 }
 
 // Protocols a provider can speak.
@@ -33,6 +36,10 @@ type Provider struct {
 	ResponseHeaderTimeoutMs int         `json:"responseHeaderTimeoutMs"`
 	// CircuitBreaker takes the provider out of routing while it keeps failing.
 	CircuitBreaker CircuitBreaker `json:"circuitBreaker"`
+	// Prices are what the provider's models cost (see Price); a route
+	// without one is unpriced and costs nothing. Omitted when empty so
+	// snapshots without prices keep their bytes and version.
+	Prices []Price `json:"prices,omitempty"`
 }
 
 // CircuitBreaker is a provider's circuit breaker: ConsecutiveFailures
@@ -97,6 +104,12 @@ type Key struct {
 	RateLimit RateLimit  `json:"rateLimit"`
 	Disabled  bool       `json:"disabled"`
 	ExpiresAt *time.Time `json:"expiresAt"`
+	// TokensPerMinute, Budget and Group are the key's quotas (quotas.go);
+	// zero values mean none and are omitted, so keys without quotas keep
+	// their bytes.
+	TokensPerMinute int64   `json:"tokensPerMinute,omitempty"`
+	Budget          *Budget `json:"budget,omitempty"`
+	Group           string  `json:"group,omitempty"`
 }
 
 // RateLimit is a token bucket: refilled at RPM per minute, holding at most Burst.
@@ -111,6 +124,9 @@ type Limits struct {
 	MaxMessages     int   `json:"maxMessages"`
 	MaxContentChars int   `json:"maxContentChars"`
 	MaxConcurrent   int   `json:"maxConcurrent"`
+	// DefaultMaxTokens is the output a request without max_tokens (or
+	// max_completion_tokens) reserves against token limits and budgets.
+	DefaultMaxTokens int `json:"defaultMaxTokens"`
 }
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }

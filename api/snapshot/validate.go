@@ -86,7 +86,9 @@ func (s *Snapshot) Validate() error {
 	positive("maxMessages", int64(l.MaxMessages))
 	positive("maxContentChars", int64(l.MaxContentChars))
 	positive("maxConcurrent", int64(l.MaxConcurrent))
+	errs = append(errs, validateQuotas(s)...)
 
+	errs = append(errs, validatePrices(s)...)
 	errs = append(errs, findPlaintextKeys(s)...)
 	return errors.Join(errs...)
 }
@@ -213,6 +215,7 @@ func validateKey(obj string, k *Key, requireModels bool) []error {
 	if k.RateLimit.Burst <= 0 {
 		add("rateLimit.burst must be > 0, got %d", k.RateLimit.Burst)
 	}
+	errs = append(errs, validateKeyQuotas(obj, k)...)
 	return errs
 }
 

@@ -44,6 +44,31 @@ type GatewayKeySpec struct {
 	// +kubebuilder:default={}
 	RateLimit *RateLimit `json:"rateLimit,omitempty"`
 
+	// TokensPerMinute limits the tokens (input and output) of the key's chat
+	// requests per minute. Each request reserves its input tokens plus its
+	// max_tokens (or the gateways' default when it sets none) before any
+	// provider is called, and is charged what it really used when it ends;
+	// a request that does not fit gets 429 tokens_per_minute_exceeded.
+	// Unset: no token limit.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000000000
+	TokensPerMinute int64 `json:"tokensPerMinute,omitempty"`
+
+	// Budget limits what the key's requests may cost per day or month
+	// (429 budget_exceeded once spent). Unset: no budget of its own.
+	// +optional
+	Budget *Budget `json:"budget,omitempty"`
+
+	// Group names a BudgetGroup in this namespace whose token limit and
+	// budget the key shares with the group's other keys, on top of its own.
+	// While the group does not exist (or is not accepted) the key's chat
+	// requests are refused with 403 budget_group_missing.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Group string `json:"group,omitempty"`
+
 	// Disabled keys are refused with 401 key_disabled but stay listed, so
 	// their usage records stay attributable.
 	// +optional
@@ -86,7 +111,7 @@ type GatewayKeyStatus struct {
 }
 
 // GatewayKey lets a client that holds the key use some model aliases, within
-// a rate limit. Only the key's hash is stored.
+// a rate limit, a token limit and a budget. Only the key's hash is stored.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
@@ -100,6 +125,9 @@ type GatewayKeyStatus struct {
 // +kubebuilder:printcolumn:name="Programmed",type=string,JSONPath=`.status.conditions[?(@.type=="Programmed")].status`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Group",type=string,JSONPath=`.spec.group`,priority=1
+// +kubebuilder:printcolumn:name="TPM",type=integer,JSONPath=`.spec.tokensPerMinute`,priority=1
+// +kubebuilder:printcolumn:name="Budget",type=string,JSONPath=`.spec.budget.amount`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type GatewayKey struct {
 	metav1.TypeMeta   `json:",inline"`

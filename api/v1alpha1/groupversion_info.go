@@ -1,5 +1,5 @@
 // Package v1alpha1 holds the llmgw.dev/v1alpha1 API: ProviderEndpoint,
-// ModelAlias and GatewayKey, which the controller compiles into one gateway
+// ModelAlias, GatewayKey and BudgetGroup, which the controller compiles into one gateway
 // snapshot.
 //
 // +kubebuilder:object:generate=true

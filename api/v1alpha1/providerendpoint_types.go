@@ -54,6 +54,70 @@ type ProviderEndpointSpec struct {
 	// own breakers. Omitted: on, with the defaults below.
 	// +optional
 	CircuitBreaker *CircuitBreaker `json:"circuitBreaker,omitempty"`
+
+	// Prices are what this provider's models cost, per million tokens. A
+	// route (this provider and one of its models) without a price is
+	// unpriced: its requests are recorded with cost 0 and no currency. Every
+	// usage record carries the cost of the tokens actually relayed at the
+	// price of the route that answered, as of the request's start. Several
+	// prices for one model with different effectiveFrom times are a price
+	// history: a request pays the latest one in effect when it started, so a
+	// price change never rewrites the cost of earlier requests. All prices
+	// of all ProviderEndpoints in a namespace share one currency; a
+	// ProviderEndpoint whose prices name another currency than the oldest
+	// priced one is refused (InvalidSpec).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(a, self.exists_one(b, b.model == a.model && has(b.effectiveFrom) == has(a.effectiveFrom) && (!has(a.effectiveFrom) || b.effectiveFrom == a.effectiveFrom)))",message="at most one price per model and effectiveFrom"
+	Prices []ModelPrice `json:"prices,omitempty"`
+}
+
+// ModelPrice is one model's price per million tokens from effectiveFrom on.
+// Amounts are decimal strings (up to 9 integer and 6 fractional digits, such
+// as "2.5" or "0.075") so that costs are computed exactly, without floating
+// point rounding.
+type ModelPrice struct {
+	// Model is the provider's own model name, as a ModelAlias route names it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^\S+$`
+	Model string `json:"model"`
+
+	// Currency is the ISO-4217 code the amounts are in (default USD).
+	// +optional
+	// +kubebuilder:default=USD
+	// +kubebuilder:validation:Pattern=`^[A-Z]{3}$`
+	Currency string `json:"currency,omitempty"`
+
+	// InputPerMillion is the price of one million input (prompt) tokens.
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,9}(\.[0-9]{1,6})?$`
+	InputPerMillion string `json:"inputPerMillion"`
+
+	// CachedInputPerMillion is the price of one million input tokens the
+	// provider served from its prompt cache (default: inputPerMillion).
+	// Cached tokens are part of the input tokens and are charged at this
+	// price instead of inputPerMillion.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,9}(\.[0-9]{1,6})?$`
+	CachedInputPerMillion string `json:"cachedInputPerMillion,omitempty"`
+
+	// OutputPerMillion is the price of one million output (completion) tokens.
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,9}(\.[0-9]{1,6})?$`
+	OutputPerMillion string `json:"outputPerMillion"`
+
+	// ReasoningPerMillion is the price of one million reasoning tokens
+	// (default: outputPerMillion). Reasoning tokens are part of the output
+	// tokens and are charged at this price instead of outputPerMillion.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,9}(\.[0-9]{1,6})?$`
+	ReasoningPerMillion string `json:"reasoningPerMillion,omitempty"`
+
+	// EffectiveFrom is when this price starts to apply (RFC 3339). Omitted:
+	// since forever. At most one price per model may omit it or name the
+	// same time.
+	// +optional
+	EffectiveFrom *metav1.Time `json:"effectiveFrom,omitempty"`
 }
 
 // CircuitBreaker are a provider's circuit breaker thresholds.

@@ -48,7 +48,10 @@ type Options struct {
 	Mock           func(*mockproviders.Options)
 	ReloadInterval time.Duration // snapshot file poll; 0 means one second
 	DrainTimeout   time.Duration // 0 means ten seconds
-	Logger         *slog.Logger
+	// LedgerBeginHold: 0 means the gateway's default
+	// (gateway.DefaultLedgerBeginHold); negative writes every Begin at once.
+	LedgerBeginHold time.Duration
+	Logger          *slog.Logger
 }
 
 // Stack is a running local stack.
@@ -129,9 +132,13 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	if drain <= 0 {
 		drain = 10 * time.Second
 	}
+	hold := opts.LedgerBeginHold
+	if hold == 0 {
+		hold = gateway.DefaultLedgerBeginHold
+	}
 	st.Gateway, err = gateway.Start(ctx, gateway.Config{Addr: orLoopback(opts.Addr), MgmtAddr: opts.MgmtAddr,
 		Source: source.File{Path: st.SnapshotPath, Interval: interval},
-		DBPath: st.DBPath, DrainTimeout: drain, Logger: opts.Logger})
+		DBPath: st.DBPath, DrainTimeout: drain, Logger: opts.Logger, LedgerBeginHold: max(hold, 0)})
 	if err != nil {
 		return nil, err
 	}

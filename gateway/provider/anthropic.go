@@ -46,11 +46,13 @@ type antUsage struct {
 }
 
 // input counts cached prompt tokens too: the protocol reports them apart.
-func (u *antUsage) input() (int, bool) {
+// cached is the cache reads only; cache writes are billed as plain input
+// (a price list has no cache-write rate).
+func (u *antUsage) input() (in, cached int, ok bool) {
 	if u == nil || u.InputTokens == nil {
-		return 0, false
+		return 0, 0, false
 	}
-	return *u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, true
+	return *u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, u.CacheReadInputTokens, true
 }
 
 type antResponse struct {
@@ -139,7 +141,7 @@ func (a *anthropic) Complete(ctx context.Context, req *Request) (*Completion, er
 
 func decodeAnthropic(raw []byte) (*Completion, *Error) {
 	var r antResponse
-	if err := json.Unmarshal(raw, &r); err != nil {
+	if err := decodeJSON(raw, &r); err != nil {
 		return nil, &Error{Kind: KindProtocol, Message: "malformed response JSON"}
 	}
 	if r.Type == "error" || r.Error != nil {
@@ -159,8 +161,8 @@ func decodeAnthropic(raw []byte) (*Completion, *Error) {
 		}
 	}
 	c := &Completion{ID: r.ID, Text: text.String(), FinishReason: finishReason(r.StopReason)}
-	if in, ok := r.Usage.input(); ok && r.Usage.OutputTokens != nil {
-		c.Usage = Usage{InputTokens: in, OutputTokens: *r.Usage.OutputTokens}
+	if in, cached, ok := r.Usage.input(); ok && r.Usage.OutputTokens != nil {
+		c.Usage = Usage{InputTokens: in, CachedInputTokens: cached, OutputTokens: *r.Usage.OutputTokens}
 		c.HasUsage = true
 	}
 	return c, nil
@@ -173,6 +175,7 @@ func (a *anthropic) Stream(ctx context.Context, req *Request) (Stream, error) {
 type antDecoder struct {
 	ev       antEvent
 	input    int
+	cached   int
 	hasInput bool
 }
 
@@ -186,7 +189,7 @@ func (d *antDecoder) decode(typ, data []byte, q *queue) (bool, *Error) {
 	// Zeroed each time: Unmarshal leaves fields an event omits untouched.
 	d.ev = antEvent{}
 	e := &d.ev
-	if err := json.Unmarshal(data, e); err != nil {
+	if err := decodeJSON(data, e); err != nil {
 		return false, &Error{Kind: KindProtocol, Message: "malformed stream event JSON"}
 	}
 	name := string(typ)
@@ -196,7 +199,7 @@ func (d *antDecoder) decode(typ, data []byte, q *queue) (bool, *Error) {
 	switch name {
 	case "message_start":
 		if e.Message != nil {
-			d.input, d.hasInput = e.Message.Usage.input()
+			d.input, d.cached, d.hasInput = e.Message.Usage.input()
 		}
 	case "content_block_start":
 		if b := e.ContentBlock; b != nil && b.Type == "text" && b.Text != "" {
@@ -210,11 +213,11 @@ func (d *antDecoder) decode(typ, data []byte, q *queue) (bool, *Error) {
 		if e.Delta != nil && e.Delta.StopReason != "" {
 			q.push(Event{FinishReason: finishReason(e.Delta.StopReason)})
 		}
-		if in, ok := e.Usage.input(); ok {
-			d.input, d.hasInput = in, true
+		if in, cached, ok := e.Usage.input(); ok {
+			d.input, d.cached, d.hasInput = in, cached, true
 		}
 		if e.Usage != nil && e.Usage.OutputTokens != nil && d.hasInput {
-			q.push(Event{Usage: &Usage{InputTokens: d.input, OutputTokens: *e.Usage.OutputTokens}})
+			q.push(Event{Usage: &Usage{InputTokens: d.input, CachedInputTokens: d.cached, OutputTokens: *e.Usage.OutputTokens}})
 		}
 	case "message_stop":
 		return true, nil

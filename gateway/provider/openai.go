@@ -31,8 +31,27 @@ type oaiStreamOption struct {
 }
 
 type oaiUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// usage reads the protocol's counts; the details objects are optional
+// (older servers and most compatible ones leave them out).
+func (u *oaiUsage) usage() Usage {
+	out := Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	if d := u.PromptTokensDetails; d != nil {
+		out.CachedInputTokens = d.CachedTokens
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		out.ReasoningTokens = d.ReasoningTokens
+	}
+	return out
 }
 
 type oaiResponse struct {
@@ -90,7 +109,7 @@ func (a *openAI) Complete(ctx context.Context, req *Request) (*Completion, error
 
 func decodeOpenAI(raw []byte) (*Completion, *Error) {
 	var r oaiResponse
-	if err := json.Unmarshal(raw, &r); err != nil {
+	if err := decodeJSON(raw, &r); err != nil {
 		return nil, &Error{Kind: KindProtocol, Message: "malformed response JSON"}
 	}
 	if r.Error != nil {
@@ -108,7 +127,7 @@ func decodeOpenAI(raw []byte) (*Completion, *Error) {
 		c.FinishReason = *ch.FinishReason
 	}
 	if r.Usage != nil {
-		c.Usage = Usage{InputTokens: r.Usage.PromptTokens, OutputTokens: r.Usage.CompletionTokens}
+		c.Usage = r.Usage.usage()
 		c.HasUsage = true
 	}
 	return c, nil
@@ -132,7 +151,7 @@ func (d *oaiDecoder) decode(_, data []byte, q *queue) (bool, *Error) {
 	choices := c.Choices[:cap(c.Choices)]
 	clear(choices)
 	*c = oaiChunk{Choices: choices[:0]}
-	if err := json.Unmarshal(data, c); err != nil {
+	if err := decodeJSON(data, c); err != nil {
 		return false, &Error{Kind: KindProtocol, Message: "malformed stream chunk JSON"}
 	}
 	if c.Error != nil {
@@ -151,7 +170,8 @@ func (d *oaiDecoder) decode(_, data []byte, q *queue) (bool, *Error) {
 		}
 	}
 	if c.Usage != nil {
-		q.push(Event{Usage: &Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens}})
+		u := c.Usage.usage()
+		q.push(Event{Usage: &u})
 	}
 	return false, nil
 }

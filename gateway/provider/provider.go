@@ -39,8 +39,15 @@ type Request struct {
 	User        string
 }
 
-// Usage counts tokens as the provider reported them.
-type Usage struct{ InputTokens, OutputTokens int }
+// Usage counts tokens as the provider reported them. CachedInputTokens are
+// the part of InputTokens served from the provider's prompt cache and
+// ReasoningTokens the part of OutputTokens spent on reasoning the caller
+// does not see (OpenAI's semantics; the Messages protocol reports cache
+// reads apart from input_tokens, and the adapter adds them back).
+type Usage struct {
+	InputTokens, OutputTokens          int
+	CachedInputTokens, ReasoningTokens int
+}
 
 // Completion is a non-streamed answer.
 type Completion struct {
@@ -58,6 +65,16 @@ type Event struct {
 	Text         string
 	FinishReason string
 	Usage        *Usage
+}
+
+// Buffered is implemented by a Stream that can tell whether its next event
+// has already arrived, so a relay can write events that came together with
+// one flush.
+type Buffered interface {
+	// TryNext is Next when the next event (or the end) is already in
+	// memory, and ok=false, doing nothing, when it would have to wait for
+	// the network. It must not be called after Close.
+	TryNext() (ev Event, ok bool, err error)
 }
 
 // Stream is an established upstream stream.

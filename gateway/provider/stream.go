@@ -91,18 +91,45 @@ func (s *sseStream) Next() (Event, error) {
 		if s.err != nil {
 			return Event{}, s.err
 		}
-		ev, err := s.rd.Next()
-		if err != nil {
-			s.err = s.readFailure(err)
-			continue
+		s.read()
+	}
+}
+
+// TryNext implements Buffered: Next, as long as it needs no network read.
+func (s *sseStream) TryNext() (Event, bool, error) {
+	if s.err == nil {
+		if e := s.b.ctxError(s.ctx); e != nil { // as in Next
+			s.err = e
+			s.q = queue{}
 		}
-		done, derr := s.dec.decode(ev.Type, ev.Data, &s.q)
-		switch {
-		case derr != nil:
-			s.err = s.b.seal(derr)
-		case done:
-			s.err = io.EOF
+	}
+	for {
+		if ev, ok := s.q.pop(); ok {
+			return ev, true, nil
 		}
+		if s.err != nil {
+			return Event{}, true, s.err
+		}
+		if !s.rd.Ready() {
+			return Event{}, false, nil
+		}
+		s.read()
+	}
+}
+
+// read parses one SSE event into the queue, or settles the sticky error.
+func (s *sseStream) read() {
+	ev, err := s.rd.Next()
+	if err != nil {
+		s.err = s.readFailure(err)
+		return
+	}
+	done, derr := s.dec.decode(ev.Type, ev.Data, &s.q)
+	switch {
+	case derr != nil:
+		s.err = s.b.seal(derr)
+	case done:
+		s.err = io.EOF
 	}
 }
 

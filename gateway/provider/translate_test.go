@@ -137,7 +137,7 @@ func TestDecodeOpenAIResponse(t *testing.T) {
 		kind Kind
 	}{
 		{"normal", `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Hi there"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`,
-			&Completion{ID: "c1", Text: "Hi there", FinishReason: "stop", Usage: Usage{3, 2}, HasUsage: true}, ""},
+			&Completion{ID: "c1", Text: "Hi there", FinishReason: "stop", Usage: Usage{InputTokens: 3, OutputTokens: 2}, HasUsage: true}, ""},
 		{"length", `{"id":"c2","choices":[{"message":{"content":"Hi"},"finish_reason":"length"}]}`,
 			&Completion{ID: "c2", Text: "Hi", FinishReason: "length"}, ""},
 		{"content filter", `{"choices":[{"message":{"content":""},"finish_reason":"content_filter"}]}`,
@@ -167,7 +167,7 @@ func TestDecodeAnthropicResponse(t *testing.T) {
 		kind Kind
 	}{
 		{"normal", `{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"Hi there"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":2}}`,
-			&Completion{ID: "msg_1", Text: "Hi there", FinishReason: "stop", Usage: Usage{3, 2}, HasUsage: true}, ""},
+			&Completion{ID: "msg_1", Text: "Hi there", FinishReason: "stop", Usage: Usage{InputTokens: 3, OutputTokens: 2}, HasUsage: true}, ""},
 		{"text blocks joined, others skipped", `{"type":"message","content":[{"type":"text","text":"a"},{"type":"thinking","thinking":"hm"},{"type":"text","text":"b"}],"stop_reason":"stop_sequence"}`,
 			&Completion{Text: "ab", FinishReason: "stop"}, ""},
 		{"max_tokens is length", `{"type":"message","content":[],"stop_reason":"max_tokens"}`,
@@ -175,7 +175,7 @@ func TestDecodeAnthropicResponse(t *testing.T) {
 		{"refusal is content_filter", `{"type":"message","content":[],"stop_reason":"refusal"}`,
 			&Completion{FinishReason: "content_filter"}, ""},
 		{"cache tokens count as input", `{"type":"message","content":[],"stop_reason":"end_turn","usage":{"input_tokens":3,"cache_read_input_tokens":4,"cache_creation_input_tokens":1,"output_tokens":2}}`,
-			&Completion{FinishReason: "stop", Usage: Usage{8, 2}, HasUsage: true}, ""},
+			&Completion{FinishReason: "stop", Usage: Usage{InputTokens: 8, CachedInputTokens: 4, OutputTokens: 2}, HasUsage: true}, ""},
 		{"partial usage is no usage", `{"type":"message","content":[],"usage":{"input_tokens":3}}`,
 			&Completion{FinishReason: "stop"}, ""},
 		{"not a message", `{"id":"x"}`, nil, KindProtocol},
@@ -224,7 +224,7 @@ func TestCompleteEndToEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := Completion{ID: "c1", Text: "Hi there", FinishReason: "stop", Usage: Usage{3, 2}, HasUsage: true}
+			want := Completion{ID: "c1", Text: "Hi there", FinishReason: "stop", Usage: Usage{InputTokens: 3, OutputTokens: 2}, HasUsage: true}
 			if *c != want {
 				t.Fatalf("got %+v", *c)
 			}

@@ -1,4 +1,8 @@
-// Package ratelimit holds the per-key token buckets of one gateway replica.
+// Package ratelimit holds the token buckets that stay with one gateway
+// replica: the per-client-address limit before authentication and the
+// per-key bucket of the read endpoints. A key's chat limits (requests and
+// tokens per minute, budgets) are in gateway/quota, which can share them
+// between replicas.
 //
 // Buckets are found through a sync.Map and each has its own mutex, so key A's
 // requests never wait on key B's (no global lock on the hot path).

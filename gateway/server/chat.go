@@ -42,6 +42,10 @@ type exchange struct {
 	p       *parsedRequest
 	alias   *snapshot.Alias
 	done    bool
+	// persisted: the held Begin was asked to be written (persistBegin).
+	persisted bool
+	hold      *quotaHold    // the request's quota reservation (quota.go)
+	times     exchangeTimes // for the histograms (exchange_metrics.go)
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
@@ -60,6 +64,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			x.rec.ErrorType = typeInternal
 			x.finalize(statusError, http.StatusInternalServerError)
 		}
+		x.observeEnd()
 	}()
 	x.serve(n)
 }
@@ -109,12 +114,13 @@ func (x *exchange) serve(inflight int64) {
 		x.reject(aerr)
 		return
 	}
-	if d := s.limiter.Allow(key.ID, key.RateLimit.RPM, key.RateLimit.Burst, s.now()); !d.Allowed {
-		x.reject(&apiError{status: http.StatusTooManyRequests, typ: typeRateLimit, code: "rate_limit_exceeded",
-			message: "this key's request rate limit is exhausted; retry after the indicated delay", retryAfter: d.RetryAfter})
+	if aerr := s.checkRate(x.r.Context(), key); aerr != nil {
+		x.reject(aerr)
 		return
 	}
+	t0 := x.elapsed()
 	body, aerr := readBody(x.w, x.r, lim.MaxBodyBytes)
+	x.times.clientBody = x.elapsed() - t0 // the client's pace, not the gateway's
 	if aerr != nil {
 		x.reject(aerr)
 		return
@@ -126,12 +132,21 @@ func (x *exchange) serve(inflight int64) {
 	}
 	x.p = p
 	x.rec.Alias, x.rec.Stream = p.alias, p.stream
+	if p.stream {
+		// A stream's first byte waits for its in_progress row: have it
+		// written now, while the provider works, not held (BeginHold).
+		x.persistBegin()
+	}
 	alias, aerr := authorizeModel(st, key, p.alias)
 	if aerr != nil {
 		x.reject(aerr)
 		return
 	}
 	x.alias = alias
+	if aerr := x.admit(key); aerr != nil {
+		x.reject(aerr)
+		return
+	}
 	ctx, cancel := context.WithTimeout(x.r.Context(), ms(alias.Timeouts.TotalMs))
 	defer cancel()
 	if p.stream {
@@ -213,6 +228,8 @@ func (x *exchange) finalize(status string, httpStatus int) {
 	x.rec.Status, x.rec.HTTPStatus = status, httpStatus
 	x.rec.FinishedAt = x.s.now()
 	x.rec.LatencyMs = x.rec.FinishedAt.Sub(x.start).Milliseconds()
+	x.priceRecord()
+	x.settleQuota()
 	// The client may be gone; the record must still be written.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), 10*time.Second)
 	defer cancel()
@@ -232,6 +249,20 @@ func (x *exchange) finalize(status string, httpStatus int) {
 		"output_tokens", x.rec.OutputTokens, "latency_ms", x.rec.LatencyMs)
 }
 
+// persistBegin asks for the in_progress row to be written now rather than at
+// the end of the ledger's Begin hold; it does not wait.
+func (x *exchange) persistBegin() {
+	if x.pending == nil || x.persisted {
+		return
+	}
+	x.persisted = true
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), 5*time.Second)
+	defer cancel()
+	if err := x.s.ledger.Persist(ctx, x.pending); err != nil {
+		x.s.log.Error("usage record insert not requested", "request_id", x.rec.RequestID, "err", err)
+	}
+}
+
 // waitBegun holds the first response byte until the in_progress insert is
 // durable; after a crash, a client that saw any byte finds a record.
 func (x *exchange) waitBegun() {
@@ -240,6 +271,7 @@ func (x *exchange) waitBegun() {
 	}
 	t := time.NewTimer(5 * time.Second)
 	defer t.Stop()
+	x.persistBegin() // usually done already, when the request was parsed
 	select {
 	case <-x.pending.Committed():
 	case <-t.C:

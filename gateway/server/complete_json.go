@@ -38,13 +38,14 @@ func (x *exchange) callJSON(ctx context.Context, rt snapshot.Route) (*provider.C
 }
 
 func (x *exchange) answerJSON(c *provider.Completion) {
-	in, out := x.p.inputTokens, tokens.Count(c.Text)
+	u := x.ownCount(tokens.Count(c.Text))
 	if c.HasUsage {
-		in, out = c.Usage.InputTokens, c.Usage.OutputTokens
+		u = c.Usage
 	}
-	x.rec.InputTokens, x.rec.OutputTokens = in, out
-	body := encodeCompletion(x.rec.RequestID, x.start.Unix(), x.p.alias, c.Text, finishReason(c.FinishReason), in, out)
-	x.waitBegun()
+	x.setUsage(u)
+	body := encodeCompletion(x.rec.RequestID, x.start.Unix(), x.p.alias, c.Text, finishReason(c.FinishReason), usageOf(&x.rec))
+	// No waitBegun: finalize commits the final record (FIFO after its
+	// Begin, or in its place) before the first byte.
 	x.finalize(statusSuccess, http.StatusOK)
 	h := x.w.Header()
 	h.Set("Content-Type", "application/json")

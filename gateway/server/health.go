@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmgw/llmgw/gateway/quota"
 )
 
 // providerHealth is a passive traffic summary per provider, fed by real
@@ -50,7 +52,45 @@ type healthJSON struct {
 	Snapshot   snapshotHealthJSON   `json:"snapshot"`
 	Providers  []providerHealthJSON `json:"providers"`
 	UsageStore string               `json:"usage_store"`
-	Inflight   int64                `json:"inflight_requests"`
+	// QuotaStore: "local" (this replica's memory), "shared" (the quota
+	// store), "degraded" (it is unreachable: counting locally, each limit
+	// divided by the ready replicas) or "unavailable" (unreachable and
+	// fail-closed: requests with limits are refused).
+	QuotaStore string `json:"quota_store"`
+	// The management port's detail of the shared store's state.
+	QuotaStoreDetail *quotaStoreJSON `json:"quota_store_detail,omitempty"`
+	Inflight         int64           `json:"inflight_requests"`
+}
+
+type quotaStoreJSON struct {
+	Divisor     int       `json:"divisor"`
+	Since       time.Time `json:"since"`
+	LastError   string    `json:"last_error,omitempty"`
+	Transitions int64     `json:"transitions"`
+}
+
+// quotaHealth fills the quota store's part of /health.
+func (s *Server) quotaHealth(out *healthJSON, detail bool) {
+	out.QuotaStore = "local"
+	hs, ok := s.quota.(interface{ Health() quota.Health })
+	if !ok {
+		return
+	}
+	h := hs.Health()
+	switch {
+	case !h.Degraded:
+		out.QuotaStore = "shared"
+	case h.FailClosed:
+		out.QuotaStore = "unavailable"
+	default:
+		out.QuotaStore = "degraded"
+	}
+	if h.Degraded && out.Status == "ok" {
+		out.Status = "degraded"
+	}
+	if detail {
+		out.QuotaStoreDetail = &quotaStoreJSON{Divisor: h.Divisor, Since: h.Since.UTC(), LastError: h.LastError, Transitions: h.Transitions}
+	}
 }
 
 type snapshotHealthJSON struct {
@@ -122,6 +162,7 @@ func (s *Server) writeHealth(w http.ResponseWriter, r *http.Request, detail bool
 			out.Status = "unavailable"
 		}
 	}
+	s.quotaHealth(&out, detail)
 	code := http.StatusOK
 	if out.Status == "unavailable" {
 		code = http.StatusServiceUnavailable

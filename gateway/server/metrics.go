@@ -22,7 +22,26 @@ type Metrics struct {
 	breakerSkips       *prometheus.CounterVec
 
 	credentialUnavailable *prometheus.GaugeVec
+
+	// Per alias and provider (exchange_metrics.go): children are resolved
+	// once per pair and cached in routes.
+	added  *prometheus.HistogramVec
+	ttfc   *prometheus.HistogramVec
+	tokens *prometheus.HistogramVec
+	routes routeSeriesCache
 }
+
+// Histogram buckets. Added latency must resolve tens of microseconds (the
+// gateway's own cost on a fast path) up to the ledger stalls of a slow disk;
+// time to first content spans a cached answer to a slow model's minute;
+// token counts grow by doubling up to a million-token context.
+var (
+	addedBuckets = []float64{25e-6, 50e-6, 100e-6, 200e-6, 350e-6, 500e-6, 750e-6,
+		1e-3, 2e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1}
+	ttfcBuckets = []float64{1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3,
+		1, 2.5, 5, 10, 20, 30, 60}
+	tokenBuckets = prometheus.ExponentialBuckets(16, 2, 17) // 16 … 1,048,576
+)
 
 // NewMetrics registers the series on reg (nil: an unregistered set, for tests).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -47,10 +66,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Routes passed over because the provider's circuit breaker was open (or half-open with its probes out)."}, []string{"provider"}),
 		credentialUnavailable: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "llmgw_provider_credential_unavailable",
 			Help: "1 for each provider of the running snapshot whose credential the gateway cannot read (its routes are passed over)."}, []string{"provider"}),
+		added: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "llmgw_gateway_added_seconds",
+			Help:    "Time the gateway added before the client had the answer's content: from the request's arrival to the JSON response written (stream=\"false\") or the first content event flushed (stream=\"true\"), minus the time spent in provider attempts and reading the request body until then.",
+			Buckets: addedBuckets}, []string{"alias", "provider", "stream"}),
+		ttfc: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "llmgw_time_to_first_content_seconds",
+			Help:    "Streams: time from the request's arrival to the first content event flushed to the client, provider time included.",
+			Buckets: ttfcBuckets}, []string{"alias", "provider"}),
+		tokens: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "llmgw_request_tokens",
+			Help:    "Tokens per request a provider answered, by kind (input, output), as recorded in the request's usage record.",
+			Buckets: tokenBuckets}, []string{"alias", "provider", "kind"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.attempts, m.reloads, m.snapshotInfo, m.reloadFailing, m.inflight,
-			m.breakerState, m.breakerTransitions, m.breakerSkips, m.credentialUnavailable)
+			m.breakerState, m.breakerTransitions, m.breakerSkips, m.credentialUnavailable,
+			m.added, m.ttfc, m.tokens)
 	}
 	return m
 }

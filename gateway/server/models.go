@@ -92,8 +92,15 @@ type recordJSON struct {
 	Stream          bool          `json:"stream"`
 	InputTokens     int           `json:"input_tokens"`
 	OutputTokens    int           `json:"output_tokens"`
-	LatencyMs       int64         `json:"latency_ms"`
-	CreatedAt       int64         `json:"created_at"`
+	// Cached input tokens are part of input_tokens, reasoning tokens part
+	// of output_tokens; cost is exact decimal text in currency ("0" and ""
+	// for an unpriced route).
+	CachedInputTokens int    `json:"cached_input_tokens"`
+	ReasoningTokens   int    `json:"reasoning_tokens"`
+	Cost              string `json:"cost"`
+	Currency          string `json:"currency"`
+	LatencyMs         int64  `json:"latency_ms"`
+	CreatedAt         int64  `json:"created_at"`
 }
 
 // handleUsage lists the calling key's own records, newest first.
@@ -140,7 +147,8 @@ func toRecordJSON(rec usage.Record) recordJSON {
 		KeyID: rec.KeyID, KeyFingerprint: rec.KeyFingerprint, Model: rec.Alias, Provider: rec.Provider,
 		ProviderModel: rec.ProviderModel, Status: rec.Status, HTTPStatus: rec.HTTPStatus, ErrorType: rec.ErrorType,
 		Fallbacks: rec.Fallbacks, Attempts: make([]attemptJSON, 0, len(rec.Attempts)), Stream: rec.Stream,
-		InputTokens: rec.InputTokens, OutputTokens: rec.OutputTokens, LatencyMs: rec.LatencyMs, CreatedAt: rec.CreatedAt.Unix()}
+		InputTokens: rec.InputTokens, OutputTokens: rec.OutputTokens, LatencyMs: rec.LatencyMs, CreatedAt: rec.CreatedAt.Unix(),
+		CachedInputTokens: rec.CachedInputTokens, ReasoningTokens: rec.ReasoningTokens, Cost: rec.Cost.String(), Currency: rec.Currency}
 	for _, a := range rec.Attempts {
 		j.Attempts = append(j.Attempts, attemptJSON{Provider: a.Provider, Model: a.Model, Outcome: a.Outcome,
 			StatusCode: a.StatusCode, LatencyMs: a.LatencyMs})

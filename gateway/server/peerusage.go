@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/llmgw/llmgw/gateway/peers"
 	"github.com/llmgw/llmgw/gateway/usage"
@@ -17,6 +18,8 @@ import (
 // *peers.Set in a StatefulSet; nil when the gateway runs alone).
 type Peers interface {
 	Usage(ctx context.Context, keyID string, limit int, cursor string) (pages []peers.Page, missing []string)
+	// Summary is the siblings' totals of keyID's records over [from, to).
+	Summary(ctx context.Context, keyID string, from, to time.Time) (pages []peers.SummaryPage, missing []string)
 }
 
 // usageListJSON is GET /v1/usage across replicas: a list in the OpenAI shape
@@ -31,7 +34,8 @@ type usageListJSON struct {
 }
 
 // PeerUsageHandler serves this replica's own records of one key to a
-// sibling. It belongs on the management port only, behind the peers' token.
+// sibling, or with view=summary its totals over a time range. It belongs on
+// the management port only, behind the peers' token.
 func (s *Server) PeerUsageHandler(token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !peers.Authorized(r, token) {
@@ -39,6 +43,10 @@ func (s *Server) PeerUsageHandler(token string) http.Handler {
 			return
 		}
 		q := r.URL.Query()
+		if q.Get("view") == peers.SummaryView {
+			s.servePeerSummary(w, r)
+			return
+		}
 		limit, err := strconv.Atoi(q.Get("limit"))
 		if err != nil || limit < 1 || limit > usage.MaxListLimit {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid limit"})

@@ -120,11 +120,13 @@ type sseRelay struct {
 	rc       *http.ResponseController
 	buf      []byte
 	relayed  tokens.Counter // only what reached the client counts
+	texts    []string       // the content in buf, counted once it is sent
 	writeErr error          // the client is gone
 }
 
 // commit sends the response head and the first content.
 func (x *exchange) commit(sa *streamAttempt) *sseRelay {
+	arrived := x.elapsed() // the attempt's provider time ends here
 	x.rec.Provider, x.rec.ProviderModel = sa.route.Provider, sa.route.Model
 	rl := &sseRelay{x: x, sa: sa, enc: newChunkEncoder(x.rec.RequestID, x.start.Unix(), x.p.alias, x.p.includeUsage),
 		rc: http.NewResponseController(x.w), buf: make([]byte, 0, 1024)}
@@ -140,6 +142,7 @@ func (x *exchange) commit(sa *streamAttempt) *sseRelay {
 		rl.buf = rl.enc.content(rl.buf, sa.first.Text)
 	}
 	rl.send(sa.first.Text)
+	x.observeCommit(arrived, rl)
 	return rl
 }
 
@@ -151,21 +154,34 @@ func (rl *sseRelay) pump(ctx context.Context) *failure {
 	if !sa.ended && rl.writeErr == nil {
 		idle := ms(x.alias.Timeouts.IdleMs)
 		idleTimer := time.AfterFunc(idle, func() { sa.cancel(errIdleTimeout) })
+		buffered, _ := sa.stream.(provider.Buffered)
 		for {
 			ev, err := sa.stream.Next()
+			// Events that arrived together go out with one write and one
+			// flush; the first that would wait on the network ends the batch.
+			rl.buf = rl.buf[:0]
+			for err == nil {
+				idleTimer.Reset(idle)
+				sa.absorb(ev)
+				if ev.Text != "" {
+					rl.buf = rl.enc.content(rl.buf, ev.Text)
+					rl.texts = append(rl.texts, ev.Text)
+				}
+				if buffered == nil {
+					break
+				}
+				var ok bool
+				if ev, ok, err = buffered.TryNext(); !ok {
+					break
+				}
+			}
+			if len(rl.texts) > 0 && !rl.sendAll() {
+				break
+			}
 			if err != nil {
 				if !errors.Is(err, io.EOF) {
 					upErr = err
 				}
-				break
-			}
-			idleTimer.Reset(idle)
-			sa.absorb(ev)
-			if ev.Text == "" {
-				continue
-			}
-			rl.buf = rl.enc.content(rl.buf[:0], ev.Text)
-			if !rl.send(ev.Text) {
 				break
 			}
 		}
@@ -187,16 +203,18 @@ func (rl *sseRelay) pump(ctx context.Context) *failure {
 // read its record at once. A client that is gone gets nothing more.
 func (rl *sseRelay) end(f *failure) {
 	x, sa := rl.x, rl.sa
-	in, out := x.p.inputTokens, rl.relayed.N()
+	// What was sent is what is billed: the provider's usage of a stream
+	// that ended cleanly, else the gateway's own count of what it relayed.
+	u := x.ownCount(rl.relayed.N())
 	if f == nil && sa.usage != nil {
-		in, out = sa.usage.InputTokens, sa.usage.OutputTokens
+		u = *sa.usage
 	}
-	x.rec.InputTokens, x.rec.OutputTokens = in, out
+	x.setUsage(u)
 	switch {
 	case f == nil:
 		rl.buf = rl.enc.finish(rl.buf[:0], finishReason(sa.finish))
 		if x.p.includeUsage {
-			rl.buf = rl.enc.usage(rl.buf, in, out)
+			rl.buf = rl.enc.usage(rl.buf, usageOf(&x.rec))
 		}
 		if writeFlush(x.w, rl.rc, rl.buf) != nil {
 			x.canceled()
@@ -221,6 +239,19 @@ func (rl *sseRelay) send(text string) bool {
 		return false
 	}
 	rl.relayed.Add(text)
+	return true
+}
+
+// sendAll writes and flushes rl.buf, the content of rl.texts.
+func (rl *sseRelay) sendAll() bool {
+	if rl.writeErr = writeFlush(rl.x.w, rl.rc, rl.buf); rl.writeErr != nil {
+		return false
+	}
+	for _, t := range rl.texts {
+		rl.relayed.Add(t)
+	}
+	clear(rl.texts)
+	rl.texts = rl.texts[:0]
 	return true
 }
 

@@ -46,6 +46,7 @@ func (x *exchange) route(ctx context.Context, attempt func(context.Context, snap
 			actx = withTicket(ctx, t) // a stream is judged at its commit point
 		}
 		t0 := x.s.now()
+		x.times.attemptStart = t0
 		f := attempt(actx, rt)
 		x.addAttempt(rt, f, t0, t)
 		if f == nil {
@@ -101,6 +102,7 @@ func (x *exchange) addAttempt(rt snapshot.Route, f *failure, t0 time.Time, t *ti
 		}
 	}
 	now := x.s.now()
+	x.times.upstream += now.Sub(t0)
 	x.rec.Attempts = append(x.rec.Attempts, usage.Attempt{Provider: rt.Provider, Model: rt.Model,
 		Outcome: outcome, StatusCode: code, LatencyMs: now.Sub(t0).Milliseconds()})
 	x.rec.Provider, x.rec.ProviderModel = rt.Provider, rt.Model

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/gateway/quota"
 	"github.com/llmgw/llmgw/gateway/ratelimit"
 	"github.com/llmgw/llmgw/gateway/usage"
 )
@@ -41,6 +42,9 @@ type Options struct {
 	// read_rate_limit_exceeded): a floor under the key's own chat rate limit,
 	// which sizes the bucket when it is larger.
 	ReadRPM, ReadBurst int
+	// Quota keeps the keys' request, token and budget counters (nil: a
+	// quota.Memory of this process).
+	Quota quota.Store
 	// LedgerFailOpen serves chat requests while the ledger cannot commit,
 	// instead of refusing them with 503 usage_store_unavailable; the records
 	// they lose are counted (usage.Stats.Unrecorded).
@@ -56,17 +60,21 @@ type Server struct {
 	peers    Peers
 	now      func() time.Time
 	state    atomic.Pointer[state]
-	limiter  ratelimit.Limiter
+	quota    quota.Store // chat limits: requests and tokens per minute, budgets (quota.go)
 	adapters adapterCache
 	health   providerHealth
 	breakers breakerSet
 	inflight atomic.Int64
 
 	// readLimiter is the per-key bucket of /v1/usage and /v1/models, apart
-	// from the chat bucket (limiter); abuse holds the flag-set limits.
+	// from the chat bucket (quota); abuse holds the flag-set limits.
 	readLimiter ratelimit.Limiter
 	abuse       atomic.Pointer[abuseLimits]
 	gate        ledgerGate
+
+	// seeds is what the ledger says was spent before the process started,
+	// for a quota store that starts empty (quota.go).
+	seeds atomic.Pointer[spendSeeds]
 
 	// credKick wakes RetryCredentials when a state with unreadable
 	// credentials is published.
@@ -90,6 +98,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.metrics == nil {
 		s.metrics = NewMetrics(nil)
+	}
+	if s.quota = opts.Quota; s.quota == nil {
+		s.quota = quota.NewMemory()
 	}
 	s.setAbuseLimits(opts)
 	s.breakers.init(s.log, s.metrics, s.now)
@@ -124,9 +135,9 @@ func (s *Server) Apply(ctx context.Context, snap *snapshot.Snapshot) error {
 	for _, k := range snap.Keys {
 		keep[k.ID] = true
 	}
-	s.limiter.Forget(func(id string) bool { return keep[id] })
 	s.readLimiter.Forget(func(id string) bool { return keep[id] })
 	s.adapters.retain(st.adapters)
+	s.seedQuotas(snap)
 	if old == nil || old.snap.Version != snap.Version {
 		s.log.Info("snapshot applied", "version", snap.Version, "providers", len(snap.Providers), "aliases", len(snap.Aliases), "keys", len(snap.Keys))
 	}
@@ -187,6 +198,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
 	mux.HandleFunc("GET /v1/usage", s.handleUsage)
+	mux.HandleFunc("GET /v1/usage/summary", s.handleUsageSummary)
 	mux.HandleFunc("GET /health", s.handleHealth)
 	mux.HandleFunc("GET /healthz", s.handleLive)
 	mux.HandleFunc("GET /readyz", s.handleReady)

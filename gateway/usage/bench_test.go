@@ -28,6 +28,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 )
 
 func benchLedger(b *testing.B, opts Options) *Ledger {
@@ -46,9 +47,13 @@ func benchLedger(b *testing.B, opts Options) *Ledger {
 // many goroutines at once. ns/op is the ledger's throughput limit per
 // request; rec/s is its reciprocal; ops/batch shows the group commit.
 func BenchmarkBeginFinish(b *testing.B) {
-	for _, par := range []int{1, 8, 64} {
-		b.Run(fmt.Sprintf("goroutines=%dxGOMAXPROCS", par), func(b *testing.B) {
-			l := benchLedger(b, Options{})
+	for _, c := range []struct {
+		par  int
+		hold time.Duration
+	}{{1, 0}, {8, 0}, {64, 0}, {1, 20 * time.Millisecond}, {8, 20 * time.Millisecond}, {64, 20 * time.Millisecond}} {
+		par := c.par
+		b.Run(fmt.Sprintf("goroutines=%dxGOMAXPROCS/hold=%v", par, c.hold), func(b *testing.B) {
+			l := benchLedger(b, Options{BeginHold: c.hold})
 			ctx := context.Background()
 			b.SetParallelism(par)
 			b.ReportAllocs()
@@ -79,7 +84,13 @@ func BenchmarkBeginFinish(b *testing.B) {
 // BenchmarkFinishLatency is the latency a single request sees for its
 // Finish on an otherwise idle ledger (no group commit to share).
 func BenchmarkFinishLatency(b *testing.B) {
-	l := benchLedger(b, Options{})
+	for _, hold := range []time.Duration{0, 20 * time.Millisecond} {
+		b.Run(fmt.Sprintf("hold=%v", hold), func(b *testing.B) { benchFinishLatency(b, hold) })
+	}
+}
+
+func benchFinishLatency(b *testing.B, hold time.Duration) {
+	l := benchLedger(b, Options{BeginHold: hold})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -126,6 +126,17 @@ func TestCrashRecovery(t *testing.T) {
 	if l.Recovered() != by[StatusInterrupted] || l.Recovered() < 50 {
 		t.Fatalf("Recovered = %d, interrupted = %d; want equal and >= 50", l.Recovered(), by[StatusInterrupted])
 	}
+	// The ids handed to the gateway (which releases their quota
+	// reservations) are exactly the interrupted records.
+	ids := l.RecoveredIDs()
+	if len(ids) != l.Recovered() {
+		t.Fatalf("RecoveredIDs has %d ids, Recovered %d", len(ids), l.Recovered())
+	}
+	for _, id := range ids {
+		if r, err := l.Get(ctx, id); err != nil || r.Status != StatusInterrupted {
+			t.Fatalf("recovered id %s: %v status %q", id, err, r.Status)
+		}
+	}
 	for id, status := range want {
 		r, err := l.Get(ctx, id)
 		if err != nil {

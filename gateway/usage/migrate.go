@@ -39,6 +39,17 @@ var migrations = []string{
 		k TEXT NOT NULL PRIMARY KEY,
 		v TEXT NOT NULL
 	);`,
+	// 2: spend. Cached input tokens are part of input_tokens and reasoning
+	// tokens part of output_tokens; cost is exact, in pico-units of
+	// currency ('' with cost 0 for an unpriced route). Old rows read as
+	// unpriced with no cached or reasoning tokens, which is what they were.
+	// The (key_id, created_at_us) index serves per-key totals over a time
+	// range.
+	`ALTER TABLE usage_records ADD COLUMN cached_input_tokens INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE usage_records ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE usage_records ADD COLUMN cost_picos INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE usage_records ADD COLUMN currency TEXT NOT NULL DEFAULT '';
+	CREATE INDEX usage_records_key_created ON usage_records (key_id, created_at_us);`,
 }
 
 // migrate brings the schema to the newest version in one IMMEDIATE

@@ -30,6 +30,10 @@ type Options struct {
 	// When it is full, Begin blocks and Finish waits (up to its context):
 	// backpressure instead of unbounded memory.
 	QueueSize int
+	// BeginHold is how long the writer keeps a Begin in memory waiting for
+	// its Finish, so that a short request costs one insert instead of an
+	// insert and an update (see hold.go). 0 writes every Begin at once.
+	BeginHold time.Duration
 	// BusyTimeout is how long SQLite waits on a locked file (default 5s).
 	BusyTimeout time.Duration
 	// Retention bounds the ledger by age and size (the zero value keeps
@@ -77,8 +81,12 @@ type Ledger struct {
 	ckStop    chan struct{}
 	ckDone    chan struct{}
 	stmts     writerStmts
+	held      heldBegins // writer goroutine only
 	unlock    func() error
 	recovered int
+	// recoveredIDs are the request ids Open turned into interrupted: the
+	// gateway releases their quota reservations (gateway/quota).
+	recoveredIDs []string
 
 	// mu guards closed and the send side of q: Begin/Finish hold it shared
 	// while sending, Close takes it exclusively before closing q, so no send
@@ -163,9 +171,10 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 	if from != to {
 		l.log.Info("usage ledger schema migrated", "path", abs, "from", from, "to", to)
 	}
-	if l.recovered, err = recoverInProgress(ctx, l.w); err != nil {
+	if l.recoveredIDs, err = recoverInProgress(ctx, l.w); err != nil {
 		return nil, err
 	}
+	l.recovered = len(l.recoveredIDs)
 	if l.recovered > 0 {
 		l.log.Warn("usage ledger recovered unfinished records as interrupted", "path", abs, "count", l.recovered)
 	}
@@ -203,22 +212,34 @@ func dsn(abs string, q url.Values) string {
 	return "file:" + u.EscapedPath() + "?" + q.Encode()
 }
 
-func recoverInProgress(ctx context.Context, db *sql.DB) (int, error) {
-	res, err := db.ExecContext(ctx,
-		`UPDATE usage_records SET status = ?, finished_at_us = ? WHERE status = ?`,
+func recoverInProgress(ctx context.Context, db *sql.DB) ([]string, error) {
+	rows, err := db.QueryContext(ctx,
+		`UPDATE usage_records SET status = ?, finished_at_us = ? WHERE status = ? RETURNING request_id`,
 		StatusInterrupted, time.Now().UnixMicro(), StatusInProgress)
 	if err != nil {
-		return 0, fmt.Errorf("usage: recover in_progress records: %w", err)
+		return nil, fmt.Errorf("usage: recover in_progress records: %w", err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("usage: recover in_progress records: %w", err)
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("usage: recover in_progress records: %w", err)
+		}
+		ids = append(ids, id)
 	}
-	return int(n), nil
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("usage: recover in_progress records: %w", err)
+	}
+	return ids, nil
 }
 
 // Recovered reports how many in_progress rows Open turned into interrupted.
 func (l *Ledger) Recovered() int { return l.recovered }
+
+// RecoveredIDs are the request ids of the records Open turned into
+// interrupted (a new slice each call).
+func (l *Ledger) RecoveredIDs() []string { return append([]string(nil), l.recoveredIDs...) }
 
 // Path is the absolute path of the database file.
 func (l *Ledger) Path() string { return l.path }

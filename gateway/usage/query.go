@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+
+	"github.com/llmgw/llmgw/api/money"
 )
 
 // Listing limits.
@@ -18,7 +20,8 @@ const cursorVersion byte = 1
 
 const selectCols = `request_id, client_request_id, key_id, key_fingerprint, alias, provider, provider_model,
 	status, http_status, error_type, fallbacks, attempts, stream,
-	input_tokens, output_tokens, latency_ms, created_at_us, finished_at_us`
+	input_tokens, output_tokens, cached_input_tokens, reasoning_tokens, cost_picos, currency,
+	latency_ms, created_at_us, finished_at_us`
 
 // List returns keyID's final records, newest first (by RequestID, which is
 // time-ordered), at most limit of them (0 means DefaultListLimit; others are
@@ -158,11 +161,13 @@ func scanRecord(s scanner) (Record, error) {
 		stream          int64
 		httpStatus, fbk int64
 		inTok, outTok   int64
+		cached, reason  int64
+		cost            int64
 		latency         int64
 	)
 	err := s.Scan(&r.RequestID, &r.ClientRequestID, &r.KeyID, &r.KeyFingerprint, &r.Alias, &r.Provider, &r.ProviderModel,
 		&r.Status, &httpStatus, &r.ErrorType, &fbk, &attempts, &stream,
-		&inTok, &outTok, &latency, &created, &finished)
+		&inTok, &outTok, &cached, &reason, &cost, &r.Currency, &latency, &created, &finished)
 	if err != nil {
 		return Record{}, err
 	}
@@ -171,6 +176,7 @@ func scanRecord(s scanner) (Record, error) {
 	}
 	r.HTTPStatus, r.Fallbacks, r.Stream = int(httpStatus), int(fbk), stream != 0
 	r.InputTokens, r.OutputTokens, r.LatencyMs = int(inTok), int(outTok), latency
+	r.CachedInputTokens, r.ReasoningTokens, r.Cost = int(cached), int(reason), money.Picos(cost)
 	r.CreatedAt = fromMicros(created)
 	if finished.Valid {
 		r.FinishedAt = fromMicros(finished.Int64)

@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/llmgw/llmgw/api/money"
 )
 
 // Record statuses. Only StatusInProgress is written by Begin; the rest are
@@ -87,9 +89,18 @@ type Record struct {
 	Stream          bool
 	InputTokens     int
 	OutputTokens    int
-	LatencyMs       int64
-	CreatedAt       time.Time
-	FinishedAt      time.Time // zero while in_progress
+	// CachedInputTokens are the part of InputTokens the provider served
+	// from its prompt cache; ReasoningTokens the part of OutputTokens spent
+	// on reasoning. Both are priced apart (money.Cost).
+	CachedInputTokens int
+	ReasoningTokens   int
+	// Cost is what the tokens cost at the price of the route that answered,
+	// in Currency; 0 and "" for an unpriced route.
+	Cost       money.Picos
+	Currency   string
+	LatencyMs  int64
+	CreatedAt  time.Time
+	FinishedAt time.Time // zero while in_progress
 }
 
 func isFinalStatus(s string) bool {

@@ -15,6 +15,7 @@ const (
 	opBegin opKind = iota
 	opFinish
 	opPing
+	opFlush // write a held Begin now (hold.go)
 )
 
 // op is one unit of work for the writer. Pending is embedded so that Begin
@@ -24,6 +25,11 @@ type op struct {
 	kind     opKind
 	rec      Record
 	attempts string // encoded by the caller, keeping JSON work off the single writer
+
+	// Begin hold (hold.go), touched by the writer goroutine only.
+	deadline time.Time
+	taken    bool
+	merged   *op // on a Finish: the held Begin its insert also answers
 }
 
 // Pending is the handle of a Begin. Its insert is queued; Committed tells
@@ -31,11 +37,14 @@ type op struct {
 type Pending struct {
 	done chan struct{}
 	err  error
+	rid  string // the request, for Persist
 }
 
 // Committed is closed once the insert is durable (committed to the WAL) or
-// has failed; Err says which. Commits are FIFO: when a Pending is committed,
-// every Begin or Finish queued before it is too.
+// has failed; Err says which. Commits are FIFO — when a Pending is committed,
+// every Begin or Finish queued before it is too — except for Begins the
+// writer holds (Options.BeginHold): they are committed with their Finish,
+// at the end of the hold, or at once after Ledger.Persist.
 func (p *Pending) Committed() <-chan struct{} { return p.done }
 
 // Err is the outcome of the insert: nil once committed, ErrNotCommittedYet
@@ -72,7 +81,7 @@ func (p *Pending) fail(err error) *Pending {
 // operations waiting), Begin blocks until the writer makes room: that is the
 // ledger's backpressure, and it only happens when the disk cannot keep up.
 func (l *Ledger) Begin(r Record) *Pending {
-	o := &op{kind: opBegin, rec: r, Pending: Pending{done: make(chan struct{})}}
+	o := &op{kind: opBegin, rec: r, Pending: Pending{done: make(chan struct{}), rid: r.RequestID}}
 	if r.RequestID == "" {
 		return o.fail(errRequestIDMissing)
 	}
@@ -202,14 +211,36 @@ type counters struct {
 func (l *Ledger) run() {
 	defer close(l.writerDone)
 	batch := make([]*op, 0, l.opts.MaxBatch)
+	routed := make([]*op, 0, l.opts.MaxBatch)
+	hold := time.NewTimer(time.Hour)
+	hold.Stop()
 	for {
-		o, ok := <-l.q
-		if !ok {
-			return
+		var holdC <-chan time.Time
+		if d, ok := l.held.next(); ok {
+			hold.Reset(time.Until(d))
+			holdC = hold.C
 		}
-		batch = l.fill(append(batch[:0], o))
-		l.commit(batch)
+		select {
+		case o, ok := <-l.q:
+			hold.Stop()
+			if !ok {
+				// Closing: the held Begins of requests still open are
+				// written, for recovery to close as interrupted.
+				if rest := l.held.expired(routed[:0], time.Time{}); len(rest) > 0 {
+					l.commit(rest)
+				}
+				return
+			}
+			batch = l.fill(append(batch[:0], o))
+		case <-holdC:
+			batch = batch[:0]
+		}
+		routed = l.route(routed[:0], batch, time.Now())
+		if len(routed) > 0 {
+			l.commit(routed)
+		}
 		clear(batch) // let finished ops be collected while we wait
+		clear(routed)
 	}
 }
 
@@ -270,6 +301,14 @@ func (l *Ledger) commit(batch []*op) {
 	l.nBatches.Add(1)
 	l.nOps.Add(uint64(len(batch)))
 	for _, o := range batch {
+		if b := o.merged; b != nil {
+			if err != nil {
+				b.err = err
+			} else if errors.Is(o.err, ErrAlreadyFinished) {
+				b.err = fmt.Errorf("%w: %s", ErrDuplicate, b.rec.RequestID)
+			}
+			close(b.done)
+		}
 		close(o.done)
 	}
 }
@@ -309,8 +348,9 @@ type writerStmts struct {
 const insertSQL = `INSERT INTO usage_records (
 	request_id, client_request_id, key_id, key_fingerprint, alias, provider, provider_model,
 	status, http_status, error_type, fallbacks, attempts, stream,
-	input_tokens, output_tokens, latency_ms, created_at_us, finished_at_us
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	input_tokens, output_tokens, cached_input_tokens, reasoning_tokens, cost_picos, currency,
+	latency_ms, created_at_us, finished_at_us
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (request_id) DO NOTHING`
 
 // The status guard is what makes Finish exactly-once: only an in_progress
@@ -318,7 +358,8 @@ ON CONFLICT (request_id) DO NOTHING`
 const finishSQL = `UPDATE usage_records SET
 	client_request_id = ?, key_id = ?, key_fingerprint = ?, alias = ?, provider = ?, provider_model = ?,
 	status = ?, http_status = ?, error_type = ?, fallbacks = ?, attempts = ?, stream = ?,
-	input_tokens = ?, output_tokens = ?, latency_ms = ?, finished_at_us = ?
+	input_tokens = ?, output_tokens = ?, cached_input_tokens = ?, reasoning_tokens = ?, cost_picos = ?, currency = ?,
+	latency_ms = ?, finished_at_us = ?
 WHERE request_id = ? AND status = 'in_progress'`
 
 const pingSQL = `INSERT INTO ledger_meta (k, v) VALUES ('last_ping', ?)
@@ -371,10 +412,14 @@ func (s writerStmts) apply(ctx context.Context, o *op) error {
 		}
 	case opFinish:
 		fin := toMicros(r.FinishedAt)
+		if o.merged != nil { // its Begin was never written
+			return s.insertFinal(ctx, o, fin)
+		}
 		n, err := changes(s.finish.ExecContext(ctx,
 			r.ClientRequestID, r.KeyID, r.KeyFingerprint, r.Alias, r.Provider, r.ProviderModel,
 			r.Status, r.HTTPStatus, r.ErrorType, r.Fallbacks, o.attempts, r.Stream,
-			r.InputTokens, r.OutputTokens, r.LatencyMs, fin, r.RequestID))
+			r.InputTokens, r.OutputTokens, r.CachedInputTokens, r.ReasoningTokens, int64(r.Cost), r.Currency,
+			r.LatencyMs, fin, r.RequestID))
 		if err != nil {
 			return fmt.Errorf("usage: finish %s: %w", r.RequestID, err)
 		}
@@ -383,17 +428,22 @@ func (s writerStmts) apply(ctx context.Context, o *op) error {
 		}
 		// No in_progress row: either there was never a Begin (insert the
 		// final record) or it is already final (the insert does nothing).
-		n, err = changes(s.insert.ExecContext(ctx, insertArgs(o, fin)...))
-		if err != nil {
-			return fmt.Errorf("usage: finish %s: %w", r.RequestID, err)
-		}
-		if n == 0 {
-			o.err = fmt.Errorf("%w: %s", ErrAlreadyFinished, r.RequestID)
-		}
+		return s.insertFinal(ctx, o, fin)
 	case opPing:
 		if _, err := s.ping.ExecContext(ctx, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
 			return fmt.Errorf("usage: ping write: %w", err)
 		}
+	}
+	return nil
+}
+
+func (s writerStmts) insertFinal(ctx context.Context, o *op, fin any) error {
+	n, err := changes(s.insert.ExecContext(ctx, insertArgs(o, fin)...))
+	if err != nil {
+		return fmt.Errorf("usage: finish %s: %w", o.rec.RequestID, err)
+	}
+	if n == 0 {
+		o.err = fmt.Errorf("%w: %s", ErrAlreadyFinished, o.rec.RequestID)
 	}
 	return nil
 }
@@ -403,7 +453,8 @@ func insertArgs(o *op, finished any) []any {
 	return []any{
 		r.RequestID, r.ClientRequestID, r.KeyID, r.KeyFingerprint, r.Alias, r.Provider, r.ProviderModel,
 		r.Status, r.HTTPStatus, r.ErrorType, r.Fallbacks, o.attempts, r.Stream,
-		r.InputTokens, r.OutputTokens, r.LatencyMs, toMicros(r.CreatedAt), finished,
+		r.InputTokens, r.OutputTokens, r.CachedInputTokens, r.ReasoningTokens, int64(r.Cost), r.Currency,
+		r.LatencyMs, toMicros(r.CreatedAt), finished,
 	}
 }
 

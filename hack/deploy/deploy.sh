@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # make deploy: the whole llmgw system (config/default) into the kind cluster.
-#   1. build the image (hack/deploy/image.sh, cached by content)
-#   2. load it into the kind cluster ${KIND_CLUSTER_NAME:-llmgw}
+#   1. build the image (hack/deploy/image.sh, cached by content) and the
+#      quota store's (hack/kind/images/redis-image.sh, cached)
+#   2. load them into the kind cluster ${KIND_CLUSTER_NAME:-llmgw}
 #   3. create the generated Secrets if they do not exist yet
-#   4. render config/default with the image tag from step 1 and apply it
+#   4. render config/default with the image tags from step 1 and apply it
 #      (server-side apply; CRDs first, waiting until they are Established)
 #   5. restart pods still running another llmgw image that are not Ready (a
 #      rolling update would wait on them forever)
@@ -37,9 +38,10 @@ ensure_cluster() {
   done_step
 }
 
-# render IMAGE: config/default with the llmgw image replaced, into $WORK/rendered.yaml.
+# render IMAGE [REDIS_IMAGE]: config/default with the llmgw (and quota store)
+# image replaced, into $WORK/rendered.yaml.
 render() {
-  local image=$1 overlay=$WORK/overlay
+  local image=$1 redis=${2:-} overlay=$WORK/overlay
   mkdir -p "$overlay"
   cat >"$overlay/kustomization.yaml" <<YAML
 # Written by hack/deploy/deploy.sh: config/default with the image make image built.
@@ -52,6 +54,7 @@ images:
   newName: ${image%:*}
   newTag: ${image##*:}
 YAML
+  [[ -z $redis ]] || printf -- '- name: llmgw-redis\n  newName: %s\n  newTag: %s\n' "${redis%:*}" "${redis##*:}" >>"$overlay/kustomization.yaml"
   kc kustomize "$overlay" >"$WORK/rendered.yaml"
 }
 
@@ -80,7 +83,31 @@ ensure_secrets() {
     kc -n "$NS" label secret "$name" app.kubernetes.io/part-of=llmgw llmgw.dev/generated=true >/dev/null
     log "  Secret $name: created with a random $key"
   done
+  ensure_quota_store_secret
   done_step
+}
+
+# ensure_quota_store_secret: Secret llmgw-quota-store, one random password
+# under two keys: password (the gateways' --quota-store-password-file) and
+# redis.conf ("requirepass <password>", included by the store's config).
+ensure_quota_store_secret() {
+  local name=llmgw-quota-store dir
+  if kc -n "$NS" get secret "$name" >/dev/null 2>&1; then
+    kc -n "$NS" get secret "$name" -o go-template='{{if and (index .data "password") (index .data "redis.conf")}}ok{{end}}' | grep -q ok ||
+      die "Secret $NS/$name exists without keys password and redis.conf: delete it and rerun to generate a new one"
+    log "  Secret $name: exists, kept"
+    return
+  fi
+  dir=$(umask 077 && mktemp -d)
+  random_hex >"$dir/password"
+  { printf 'requirepass '; cat "$dir/password"; echo; } >"$dir/redis.conf"
+  if ! kc -n "$NS" create secret generic "$name" --from-file="password=$dir/password" --from-file="redis.conf=$dir/redis.conf" >/dev/null; then
+    rm -rf "$dir"
+    die "creating Secret $NS/$name failed"
+  fi
+  rm -rf "$dir"
+  kc -n "$NS" label secret "$name" app.kubernetes.io/part-of=llmgw llmgw.dev/generated=true >/dev/null
+  log "  Secret $name: created with a random password"
 }
 
 # llmgw_workloads: "kind/name" of every Deployment and StatefulSet installed.
@@ -163,12 +190,17 @@ main() {
 
   ensure_cluster
 
-  begin "load: go tool kind load docker-image --name $KIND_CLUSTER_NAME $image"
-  kind_cmd load docker-image --name "$KIND_CLUSTER_NAME" "$image" >&2
+  begin "quota store image: hack/kind/images/redis-image.sh"
+  local redis_image
+  redis_image=$("$REPO/hack/kind/images/redis-image.sh")
+  done_step "$redis_image"
+
+  begin "load: go tool kind load docker-image --name $KIND_CLUSTER_NAME $image $redis_image"
+  kind_cmd load docker-image --name "$KIND_CLUSTER_NAME" "$image" "$redis_image" >&2
   done_step
 
-  begin "render: kubectl kustomize config/default with image $image"
-  render "$image"
+  begin "render: kubectl kustomize config/default with images $image, $redis_image"
+  render "$image" "$redis_image"
   done_step "$(grep -c '^kind:' "$WORK/rendered.yaml") objects -> bin/deploy/rendered.yaml"
 
   begin "namespace: $NS"

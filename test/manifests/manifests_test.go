@@ -28,6 +28,7 @@ import (
 
 // The objects both installs have in common.
 var common = []string{
+	"CustomResourceDefinition/budgetgroups.llmgw.dev",
 	"CustomResourceDefinition/gatewaykeys.llmgw.dev",
 	"CustomResourceDefinition/modelaliases.llmgw.dev",
 	"CustomResourceDefinition/providerendpoints.llmgw.dev",
@@ -47,6 +48,9 @@ var common = []string{
 	"Service/llmgw-gateway",
 	"Service/llmgw-gateway-peers",
 	"PodDisruptionBudget/llmgw-gateway",
+	"ConfigMap/llmgw-quota-store",
+	"StatefulSet/llmgw-quota-store",
+	"Service/llmgw-quota-store",
 	"Deployment/mock-alpha",
 	"Service/mock-alpha",
 	"Deployment/mock-beta",
@@ -60,7 +64,7 @@ var (
 	kustomizeOnly = []string{"Namespace/llmgw-system"}
 	// Helm generates these at install time (randAlphaNum, kept on upgrade
 	// through lookup); for kustomize, `make deploy` creates them (never committed).
-	helmOnly = []string{"Secret/llmgw-gateway-peer", "Secret/mock-beta-upstream"}
+	helmOnly = []string{"Secret/llmgw-gateway-peer", "Secret/mock-beta-upstream", "Secret/llmgw-quota-store"}
 )
 
 var generatedSecrets = map[string]string{"llmgw-gateway-peer": "token", "mock-beta-upstream": "apiKey"}
@@ -161,6 +165,8 @@ func comparable(obj any) any {
 		return []any{o.RoleRef, o.Subjects}
 	case *corev1.ServiceAccount:
 		return []any{o.AutomountServiceAccountToken, o.Secrets, o.ImagePullSecrets}
+	case *corev1.ConfigMap:
+		return []any{o.Data, o.BinaryData}
 	case *apiextensionsv1.CustomResourceDefinition:
 		return o.Spec
 	}
@@ -244,6 +250,13 @@ func TestImagesPinned(t *testing.T) {
 	for _, in := range installs(t) {
 		for name, tpl := range in.podSpecs() {
 			for _, c := range append(slices.Clone(tpl.Spec.InitContainers), tpl.Spec.Containers...) {
+				if name == quotaStoreWorkload {
+					// Its own image (TestQuotaStore), pinned all the same.
+					if !pinned.MatchString(c.Image) || strings.HasSuffix(c.Image, ":latest") || c.ImagePullPolicy != corev1.PullIfNotPresent {
+						t.Errorf("%s/%s: image %q %s, want pinned and IfNotPresent", in.Source, name, c.Image, c.ImagePullPolicy)
+					}
+					continue
+				}
 				t.Run(in.Source+"/"+name+"/"+c.Name, func(t *testing.T) {
 					last := c.Image[strings.LastIndex(c.Image, "/")+1:]
 					if !pinned.MatchString(c.Image) || !strings.ContainsAny(last, ":@") {
@@ -659,6 +672,9 @@ func TestHelmValues(t *testing.T) {
 			}
 			for name, tpl := range in.podSpecs() {
 				c := tpl.Spec.Containers[0]
+				if name == quotaStoreWorkload {
+					continue // quotaStore.image
+				}
 				if c.Image != "registry.example/llmgw:0.1.0-abcdef123456" || c.ImagePullPolicy != corev1.PullAlways {
 					t.Errorf("%s: image %s %s", name, c.Image, c.ImagePullPolicy)
 				}

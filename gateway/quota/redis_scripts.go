@@ -1,0 +1,138 @@
+package quota
+
+// The two scripts run atomically on the store: Redis (and Valkey) execute a
+// script to its end before serving any other command, so no other replica's
+// Reserve or Settle can interleave between the checks and the writes.
+//
+// Budgets are int64 pico-units, beyond what a Lua number (a double) holds
+// exactly, so window counters never pass through Lua arithmetic: they are
+// compared as decimal strings (cmp) and changed with INCRBY/DECRBY, which
+// Redis computes in int64. Buckets (requests and tokens per minute) refill
+// continuously and are fractional anyway: they are Lua numbers.
+//
+// Times are unix microseconds (exact in a double until the year 2255).
+//
+// Keys: a bucket is a hash {t = tokens, ts = unix µs of t}; a missing bucket
+// is full. A window is an integer string (the amount used); a missing window
+// is unused. A reservation is a JSON list of what it took, with a TTL.
+
+// reserveScript: KEYS[1] the reservation, KEYS[2..n+1] the counters.
+// ARGV: now_us, ttl_ms, remember (1: keep a reservation entry), grace_ms
+// (how long a window outlives its end), then per limit: kind, capacity,
+// period_us (bucket) or end_us (window), amount, and for a window
+// capacity-amount (the highest use that still has room), all as decimal
+// strings.
+// Returns {1, used...} (used: a window's use after this call, "" for a
+// bucket), {1} when the reservation already exists (a retried call), or
+// {0, index, retry_us}.
+const reserveScript = `
+local function cmp(a, b)
+  local na, nb = a:sub(1, 1) == '-', b:sub(1, 1) == '-'
+  if na ~= nb then if na then return -1 end return 1 end
+  if na then a, b = b:sub(2), a:sub(2) end
+  if #a ~= #b then if #a < #b then return -1 end return 1 end
+  if a == b then return 0 end
+  if a < b then return -1 end
+  return 1
+end
+
+local now = tonumber(ARGV[1])
+local ttl = tonumber(ARGV[2])
+local remember = ARGV[3] == '1'
+local grace = tonumber(ARGV[4])
+if remember and redis.call('EXISTS', KEYS[1]) == 1 then
+  return {1}
+end
+local n = #KEYS - 1
+local lims, buckets = {}, {}
+for i = 1, n do
+  local b = 5 + (i - 1) * 5
+  local l = {key = KEYS[i + 1], kind = ARGV[b], cap = ARGV[b + 1], pe = ARGV[b + 2], amount = ARGV[b + 3], lim = ARGV[b + 4]}
+  if l.kind == 'b' then
+    local cap, period, amount = tonumber(l.cap), tonumber(l.pe), tonumber(l.amount)
+    local st = redis.call('HMGET', l.key, 't', 'ts')
+    local tokens, ts = tonumber(st[1]), tonumber(st[2])
+    if tokens == nil or ts == nil then
+      tokens, ts = cap, now
+    elseif now > ts then
+      tokens = tokens + (now - ts) * cap / period
+      ts = now
+    end
+    if tokens > cap then tokens = cap end
+    if tokens < amount then
+      return {0, i - 1, math.ceil((amount - tokens) * period / cap)}
+    end
+    buckets[i] = {tokens - amount, ts}
+  else
+    local used = redis.call('GET', l.key) or '0'
+    if cmp(used, l.lim) > 0 then
+      return {0, i - 1, math.max(0, tonumber(l.pe) - now)}
+    end
+  end
+  lims[i] = l
+end
+local out, saved = {1}, {}
+for i = 1, n do
+  local l = lims[i]
+  if l.kind == 'b' then
+    local cap, period = tonumber(l.cap), tonumber(l.pe)
+    local tokens, ts = buckets[i][1], buckets[i][2]
+    redis.call('HSET', l.key, 't', string.format('%.17g', tokens), 'ts', string.format('%d', ts))
+    redis.call('PEXPIRE', l.key, math.ceil((cap - tokens) * period / cap / 1000) + grace)
+    out[i + 1] = ''
+  else
+    redis.call('INCRBY', l.key, l.amount)
+    -- GET, not INCRBY's reply: a Lua number would round a large use.
+    out[i + 1] = redis.call('GET', l.key)
+    redis.call('PEXPIREAT', l.key, math.ceil(tonumber(l.pe) / 1000) + grace)
+  end
+  saved[i] = {l.key, l.kind, l.cap, l.pe, l.amount}
+end
+if remember then
+  redis.call('SET', KEYS[1], cjson.encode(saved), 'PX', ttl)
+end
+return out
+`
+
+// settleScript: KEYS[1] the reservation. ARGV: now_us, grace_ms, then
+// either "z" (release: zero for every limit) or one actual amount per limit
+// of the reservation (decimal strings).
+// Returns 1 when it settled, 0 when there was nothing to settle.
+//
+// The counters' names are read from the reservation, so they are not in
+// KEYS: the store must be a single Redis/Valkey primary (not Cluster).
+const settleScript = `
+local raw = redis.call('GET', KEYS[1])
+if not raw then return 0 end
+local saved = cjson.decode(raw)
+local now = tonumber(ARGV[1])
+local grace = tonumber(ARGV[2])
+local zeros = ARGV[3] == 'z'
+if not zeros and #ARGV - 2 ~= #saved then
+  return redis.error_reply('llmgw: settle with ' .. (#ARGV - 2) .. ' amounts for a reservation of ' .. #saved .. ' limits')
+end
+redis.call('DEL', KEYS[1])
+for i, s in ipairs(saved) do
+  local key, kind, actual = s[1], s[2], ARGV[i + 2]
+  if zeros then actual = '0' end
+  if kind == 'b' then
+    local cap, period = tonumber(s[3]), tonumber(s[4])
+    local st = redis.call('HMGET', key, 't', 'ts')
+    local tokens, ts = tonumber(st[1]), tonumber(st[2])
+    if tokens == nil or ts == nil then
+      tokens, ts = cap, now
+    elseif now > ts then
+      tokens = tokens + (now - ts) * cap / period
+      ts = now
+    end
+    tokens = tokens + tonumber(s[5]) - tonumber(actual)
+    if tokens > cap then tokens = cap end
+    redis.call('HSET', key, 't', string.format('%.17g', tokens), 'ts', string.format('%d', ts))
+    redis.call('PEXPIRE', key, math.ceil((cap - tokens) * period / cap / 1000) + grace)
+  elseif now < tonumber(s[4]) and redis.call('EXISTS', key) == 1 then
+    redis.call('INCRBY', key, actual)
+    redis.call('DECRBY', key, s[5])
+  end
+end
+return 1
+`

@@ -1,0 +1,243 @@
+package server
+
+// Quotas on the chat path (gateway/quota): the key's requests per minute
+// right after authentication, then, once the model is authorized and before
+// any provider is called, a reservation of the request's largest possible
+// use in the key's and its group's tokens per minute and budgets. The
+// reservation is settled to the record's real tokens and cost when the
+// record is finalized, whatever the path (finalize runs exactly once).
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/llmgw/llmgw/api/money"
+	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/gateway/quota"
+)
+
+// typeInsufficientQuota is the error type of a gateway 429 for a spent
+// budget (money), OpenAI's type for an exhausted quota.
+const typeInsufficientQuota = "insufficient_quota"
+
+// quotaStoreTimeout bounds one store call on the request path; the store
+// itself bounds its network calls more tightly.
+const quotaStoreTimeout = 5 * time.Second
+
+// reservationGrace is how much longer than its alias's total timeout a
+// reservation is kept before the store counts it as used: the request has
+// ended by then, so only a replica that died without settling leaves one.
+const reservationGrace = time.Minute
+
+// quotaHold is a reservation taken for one request, settled at finalize.
+type quotaHold struct {
+	plan quota.Plan
+}
+
+// errQuotaStore is the answer when the quota store refuses to answer (a
+// shared store that is down, configured to fail closed).
+func errQuotaStore() *apiError {
+	return &apiError{status: http.StatusServiceUnavailable, typ: typeOverloaded, code: "quota_store_unavailable",
+		message: "the gateway cannot check this key's limits right now; retry shortly", retryAfter: time.Second}
+}
+
+// checkRate takes one request from the key's requests-per-minute bucket; the
+// token is never given back. Store calls outlive a client that hangs up
+// (bounded by quotaStoreTimeout): the request then ends as canceled, with its
+// reservation settled, rather than as a store failure.
+func (s *Server) checkRate(ctx context.Context, key *snapshot.Key) *apiError {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), quotaStoreTimeout)
+	defer cancel()
+	d, err := s.quota.Reserve(ctx, "", []quota.Limit{quota.RateLimit(key)}, 0, s.now())
+	if err != nil {
+		s.log.Error("quota store: rate limit not checked", "key_id", key.ID, "err", err)
+		return errQuotaStore()
+	}
+	if !d.Allowed {
+		return &apiError{status: http.StatusTooManyRequests, typ: typeRateLimit, code: "rate_limit_exceeded",
+			message: "this key's request rate limit is exhausted; retry after the indicated delay", retryAfter: d.RetryAfter}
+	}
+	return nil
+}
+
+// admit reserves the request's largest possible use in every token limit
+// and budget of its key and group, all or nothing. A refusal is 429 and no
+// provider is called.
+func (x *exchange) admit(key *snapshot.Key) *apiError {
+	s := x.s
+	plan, err := quota.Build(x.st.idx, quota.Request{Key: key, Alias: x.alias, InputTokens: int64(x.p.inputTokens),
+		MaxTokens: x.p.req.MaxTokens, At: x.start})
+	switch {
+	case errors.Is(err, quota.ErrGroupMissing):
+		return &apiError{status: http.StatusForbidden, typ: typePermission, code: "budget_group_missing",
+			message: "this key belongs to a budget group that does not exist; its requests are refused until the group is created or the key leaves it"}
+	case err != nil:
+		s.log.Error("quota: limits not built", "request_id", x.rec.RequestID, "key_id", key.ID, "err", err)
+		return &apiError{status: http.StatusInternalServerError, typ: typeInternal, code: "internal_error",
+			message: "the gateway could not check this key's limits"}
+	case plan.Empty():
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), quotaStoreTimeout)
+	defer cancel()
+	ttl := ms(x.alias.Timeouts.TotalMs) + reservationGrace
+	d, err := s.quota.Reserve(ctx, x.rec.RequestID, plan.Limits, ttl, s.now())
+	if err != nil {
+		s.log.Error("quota store: reservation failed", "request_id", x.rec.RequestID, "key_id", key.ID, "err", err)
+		return errQuotaStore()
+	}
+	if !d.Allowed {
+		return refusal(plan.Needs[d.Denied], key, d.RetryAfter)
+	}
+	x.hold = &quotaHold{plan: plan}
+	return nil
+}
+
+func refusal(n quota.Need, key *snapshot.Key, retryAfter time.Duration) *apiError {
+	whose := "this key's"
+	if n.Scope == quota.ScopeGroup {
+		whose = fmt.Sprintf("budget group %q's", key.Group)
+	}
+	if n.Unit == quota.Tokens {
+		return &apiError{status: http.StatusTooManyRequests, typ: typeRateLimit, code: "tokens_per_minute_exceeded",
+			retryAfter: retryAfter,
+			message:    whose + " tokens-per-minute limit has no room for this request (its input tokens plus max_tokens); retry after the indicated delay or ask for fewer tokens"}
+	}
+	return &apiError{status: http.StatusTooManyRequests, typ: typeInsufficientQuota, code: "budget_exceeded",
+		message:    whose + " budget for this period has no room for what this request may cost; it renews at the indicated time",
+		retryAfter: retryAfter}
+}
+
+// settleQuota hands back what the request reserved but did not use, from
+// the final record (called from finalize, after the record is priced).
+func (x *exchange) settleQuota() {
+	h := x.hold
+	if h == nil {
+		return
+	}
+	x.hold = nil
+	tokens := int64(x.rec.InputTokens) + int64(x.rec.OutputTokens)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), quotaStoreTimeout)
+	defer cancel()
+	if err := x.s.quota.Settle(ctx, x.rec.RequestID, h.plan.Actual(tokens, x.rec.Cost), x.s.now()); err != nil {
+		// The reservation stays taken until its ttl: the key is limited
+		// more than it should be for a while, never less.
+		x.s.log.Error("quota store: settlement failed", "request_id", x.rec.RequestID, "key_id", x.rec.KeyID, "err", err)
+	}
+}
+
+// seeder is a store that starts empty with every process (the memory
+// store): budgets already spent this period are put back from the ledger.
+type seeder interface {
+	Seed(counter string, used int64, end time.Time)
+}
+
+// spendSeeds is what the ledger says keys spent, before this process
+// started, in the day and the month it started in.
+type spendSeeds struct {
+	at         time.Time
+	day, month map[string]map[string]money.Picos // key id → currency → cost
+}
+
+// RecoverQuotas runs once at start, before the first request: it releases
+// the reservations of requests the ledger recovered as interrupted (a shared
+// store still holds them; a fresh memory store ignores them), and, for a
+// store that starts empty, loads the spend of the current day and month so
+// that budgets survive a restart (applied with each snapshot, see
+// seedQuotas).
+func (s *Server) RecoverQuotas(ctx context.Context, interrupted []string) error {
+	now := s.now()
+	var errs []error
+	for _, id := range interrupted {
+		if err := s.quota.Settle(ctx, id, nil, now); err != nil {
+			errs = append(errs, fmt.Errorf("releasing the reservation of interrupted request %s: %w", id, err))
+			break // the store is down: the rest would fail too; their ttl releases them
+		}
+	}
+	if _, ok := s.quota.(seeder); ok {
+		u := now.UTC()
+		month := time.Date(u.Year(), u.Month(), 1, 0, 0, 0, 0, time.UTC)
+		day := time.Date(u.Year(), u.Month(), u.Day(), 0, 0, 0, 0, time.UTC)
+		seeds := &spendSeeds{at: now.UTC(), day: map[string]map[string]money.Picos{}, month: map[string]map[string]money.Picos{}}
+		for _, p := range []struct {
+			since time.Time
+			into  map[string]map[string]money.Picos
+		}{{month, seeds.month}, {day, seeds.day}} {
+			spend, err := s.ledger.SpendSince(ctx, p.since)
+			if err != nil {
+				return errors.Join(append(errs, fmt.Errorf("reading this period's spend from the ledger: %w", err))...)
+			}
+			for k, t := range spend {
+				if len(t.Costs) > 0 {
+					p.into[k] = t.Costs
+				}
+			}
+		}
+		s.seeds.Store(seeds)
+		if st := s.state.Load(); st != nil {
+			s.seedQuotas(st.snap)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// seedQuotas raises every budget window of snap's keys and groups to at
+// least what the ledger said was spent in it before this process started.
+// Seeding is idempotent (a window's use only ever rises to the seed), so it
+// runs with every applied snapshot: a key given a budget later still counts
+// its earlier spend. Seeds older than the current month are dropped.
+func (s *Server) seedQuotas(snap *snapshot.Snapshot) {
+	seeds := s.seeds.Load()
+	sd, ok := s.quota.(seeder)
+	if seeds == nil || !ok {
+		return
+	}
+	now := s.now().UTC()
+	if now.Year() != seeds.at.Year() || now.Month() != seeds.at.Month() {
+		s.seeds.CompareAndSwap(seeds, nil)
+		return
+	}
+	currency := snap.Currency()
+	spent := func(keyID string, b *snapshot.Budget) money.Picos {
+		cur := cmp.Or(currency, b.Currency)
+		if b.Period == snapshot.PeriodDay {
+			if now.Day() != seeds.at.Day() {
+				return 0
+			}
+			return seeds.day[keyID][cur]
+		}
+		return seeds.month[keyID][cur]
+	}
+	groupSpend := map[string]money.Picos{}
+	groups := map[string]*snapshot.Group{}
+	for i := range snap.Groups {
+		if g := &snap.Groups[i]; g.Budget != nil {
+			groups[g.Name] = g
+		}
+	}
+	for i := range snap.Keys {
+		k := &snap.Keys[i]
+		if k.Budget != nil {
+			if c := spent(k.ID, k.Budget); c > 0 {
+				counter, _, end := quota.BudgetWindow(k.ID, false, k.Budget, now)
+				sd.Seed(counter, int64(c), end)
+			}
+		}
+		if g, ok := groups[k.Group]; ok {
+			if sum, err := money.Add(groupSpend[g.Name], spent(k.ID, g.Budget)); err == nil {
+				groupSpend[g.Name] = sum
+			}
+		}
+	}
+	for name, c := range groupSpend {
+		if c > 0 {
+			g := groups[name]
+			counter, _, end := quota.BudgetWindow(name, true, g.Budget, now)
+			sd.Seed(counter, int64(c), end)
+		}
+	}
+}
