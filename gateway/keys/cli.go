@@ -8,10 +8,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/llmgw/llmgw/api/keyformat"
+	"github.com/llmgw/llmgw/api/money"
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
 )
@@ -60,14 +63,19 @@ Where the plaintext key goes:
 Notes for humans go to standard error.
 
   llmgw keys create --id team-a --output yaml --entry-out - | kubectl apply -f -
+  llmgw keys create --id team-a --tpm 100000 --budget 25 --budget-period day --group platform --into snapshot.json
 
 Flags:
 `
 
 type createFlags struct {
 	id, models, expires, output, namespace, entryOut, into, keyOut string
+	budget, budgetPeriod, budgetCurrency, group                    string
 	rpm, burst                                                     int
-	namespaceSet                                                   bool
+	tpm                                                            int64
+	// given names the flags on the command line: some only apply together
+	// with others, whatever their values.
+	given map[string]bool
 }
 
 func runCreate(args []string, stdout, stderr io.Writer) error {
@@ -82,6 +90,11 @@ func runCreate(args []string, stdout, stderr io.Writer) error {
 	set.StringVar(&f.models, "models", snapshot.AllModels, "comma-separated alias names the key may use (`LIST`), or * for all")
 	set.IntVar(&f.rpm, "rpm", snapshot.DefaultRPM, "rate limit: `N` requests per minute (token bucket refill rate)")
 	set.IntVar(&f.burst, "burst", snapshot.DefaultBurst, "rate limit: burst of `N` requests (token bucket capacity)")
+	set.Int64Var(&f.tpm, "tpm", 0, fmt.Sprintf("token limit: `N` input + output tokens per minute, at most %d; 0 means no limit", int64(snapshot.MaxTokensPerMinute)))
+	set.StringVar(&f.budget, "budget", "", "budget: the `AMOUNT` the key's requests may cost per --budget-period, a decimal such as 25 or 0.125 (at most 6 fractional digits); unset means no budget")
+	set.StringVar(&f.budgetPeriod, "budget-period", snapshot.PeriodMonth, "the budget's `PERIOD` (only with --budget): "+snapshot.PeriodDay+" or "+snapshot.PeriodMonth+", UTC calendar periods")
+	set.StringVar(&f.budgetCurrency, "budget-currency", snapshot.DefaultCurrency, "the budget's ISO-4217 currency `CODE` (only with --budget); a snapshot, or a namespace, has one currency for all prices and budgets")
+	set.StringVar(&f.group, "group", "", "the BudgetGroup `NAME` (in the GatewayKey's namespace, or a snapshot group) whose token limit and budget the key shares; a DNS-1123 subdomain")
 	set.StringVar(&f.expires, "expires", "", "optional expiry, an `RFC3339` time such as 2027-01-01T00:00:00Z; must be in the future")
 	set.StringVar(&f.output, "output", "json", "`format` of the --entry-out entry: json (the snapshot's key object) or yaml (a GatewayKey resource, apiVersion "+v1alpha1.GroupVersion.String()+")")
 	set.StringVar(&f.namespace, "namespace", snapshot.DefaultNamespace, "metadata.namespace `NS` of the GatewayKey (only with --output yaml): the namespace the controller watches, so that the key is served")
@@ -91,7 +104,8 @@ func runCreate(args []string, stdout, stderr io.Writer) error {
 	if err := set.Parse(args); err != nil {
 		return err
 	}
-	set.Visit(func(fl *flag.Flag) { f.namespaceSet = f.namespaceSet || fl.Name == "namespace" })
+	f.given = map[string]bool{}
+	set.Visit(func(fl *flag.Flag) { f.given[fl.Name] = true })
 	if set.NArg() > 0 {
 		return errors.New(keyformat.Redact(fmt.Sprintf("unexpected arguments: %q", set.Args())))
 	}
@@ -110,14 +124,14 @@ func (f *createFlags) options() (CreateOptions, error) {
 	switch {
 	case f.output != "json" && f.output != "yaml":
 		return CreateOptions{}, fmt.Errorf("--output must be json or yaml, got %q", f.output)
-	case f.namespaceSet && f.output != "yaml":
+	case f.given["namespace"] && f.output != "yaml":
 		return CreateOptions{}, errors.New("--namespace only applies to --output yaml")
 	case f.output == "yaml" && f.entryOut == "":
 		return CreateOptions{}, errors.New("--output yaml applies to --entry-out (a snapshot given to --into always gets the JSON entry)")
 	case f.entryOut == "" && f.into == "":
 		return CreateOptions{}, errors.New("say where the hash-only entry goes: --entry-out FILE (or -) and/or --into SNAPSHOT_FILE")
 	}
-	opts := CreateOptions{ID: f.id, RPM: f.rpm, Burst: f.burst}
+	opts := CreateOptions{ID: f.id, RPM: f.rpm, Burst: f.burst, TokensPerMinute: f.tpm, Group: f.group}
 	for m := range strings.SplitSeq(f.models, ",") {
 		if m = strings.TrimSpace(m); m != "" {
 			opts.Models = append(opts.Models, m)
@@ -130,6 +144,20 @@ func (f *createFlags) options() (CreateOptions, error) {
 	if f.rpm <= 0 || f.burst <= 0 {
 		return CreateOptions{}, errors.New("--rpm and --burst must be > 0")
 	}
+	// Checked here as well as by Create so that each error names its flag.
+	if f.tpm < 0 || f.tpm > snapshot.MaxTokensPerMinute {
+		return CreateOptions{}, fmt.Errorf("--tpm must be within 0..%d (0: no token limit), got %d", int64(snapshot.MaxTokensPerMinute), f.tpm)
+	}
+	if f.group != "" {
+		if err := validObjectName("--group", f.group, budgetGroupName); err != nil {
+			return CreateOptions{}, err
+		}
+	}
+	budget, err := f.budgetOption()
+	if err != nil {
+		return CreateOptions{}, err
+	}
+	opts.Budget = budget
 	if f.expires != "" {
 		t, err := time.Parse(time.RFC3339, f.expires)
 		if err != nil {
@@ -139,6 +167,40 @@ func (f *createFlags) options() (CreateOptions, error) {
 	}
 	return opts, nil
 }
+
+// budgetOption is the budget the flags describe, nil without --budget. It
+// checks each value as the snapshot does (Budget.Limit is money.ParseAmount,
+// the CRD's pattern plus the range a budget can count), with errors that name
+// the flag and quote a value only redacted, since it may be anything pasted.
+func (f *createFlags) budgetOption() (*snapshot.Budget, error) {
+	if !f.given["budget"] {
+		for _, name := range []string{"budget-period", "budget-currency"} {
+			if f.given[name] {
+				return nil, fmt.Errorf("--%s only applies with --budget", name)
+			}
+		}
+		return nil, nil
+	}
+	b := &snapshot.Budget{Amount: f.budget, Currency: f.budgetCurrency, Period: f.budgetPeriod}
+	if _, err := b.Limit(); errors.Is(err, money.ErrOverflow) {
+		return nil, fmt.Errorf("--budget %s is above the largest budget, %s: %w", b.Amount, money.MaxAmount, money.ErrOverflow)
+	} else if err != nil {
+		return nil, fmt.Errorf("--budget must be a decimal amount such as 25 or 0.125 (at most 9 integer and %d fractional digits, no sign), got %s",
+			money.MaxFractionDigits, quoteRedacted(b.Amount))
+	}
+	if !money.ValidCurrency(b.Currency) {
+		return nil, fmt.Errorf("--budget-currency must be an ISO-4217 code of three capital letters such as %s, got %s",
+			snapshot.DefaultCurrency, quoteRedacted(b.Currency))
+	}
+	if b.Period != snapshot.PeriodDay && b.Period != snapshot.PeriodMonth {
+		return nil, fmt.Errorf("--budget-period must be %s or %s, got %s", snapshot.PeriodDay, snapshot.PeriodMonth, quoteRedacted(b.Period))
+	}
+	return b, nil
+}
+
+// quoteRedacted quotes a flag's value for an error message, with any plaintext
+// key in it redacted.
+func quoteRedacted(s string) string { return strconv.Quote(keyformat.Redact(s)) }
 
 // emit prepares every output before writing any, then writes the entry file, then
 // the snapshot (which may revoke an older key with the same id), and only then
@@ -220,6 +282,11 @@ func (f *createFlags) emit(plaintext string, entry snapshot.Key, stdout, stderr 
 			verb = "replaced the entry with the same id in (the old key stops working when the gateway reloads)"
 		}
 		fmt.Fprintf(stderr, "llmgw keys: %s %s, version %s\n", verb, f.into, merged.Version)
+		// Valid (a missing group fails closed), but most likely a typo or a
+		// group still to be added: say so while the user is looking.
+		if entry.Group != "" && !slices.ContainsFunc(merged.Groups, func(g snapshot.Group) bool { return g.Name == entry.Group }) {
+			fmt.Fprintf(stderr, "llmgw keys: note: %s has no group %q; until it does, the gateway refuses the key's chat requests (403 budget_group_missing)\n", f.into, entry.Group)
+		}
 	}
 	return nil
 }

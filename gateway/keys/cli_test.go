@@ -214,12 +214,21 @@ func TestCLICreateIntoNewFile(t *testing.T) {
 }
 
 // decodeGatewayKey decodes printed YAML into the CRD's own Go type, strictly:
-// a field the type does not have is an error.
+// a field the type does not have is an error. The document must also pass the
+// GatewayKey CRD's schema, and what the API server would store from it must
+// decode to the same object.
 func decodeGatewayKey(t *testing.T, data []byte) v1alpha1.GatewayKey {
 	t.Helper()
 	var gk v1alpha1.GatewayKey
 	if err := yaml.UnmarshalStrict(data, &gk); err != nil {
 		t.Fatalf("not a GatewayKey: %v\n%s", err, data)
+	}
+	applied, problems, err := applyGatewayKey(data)
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("the GatewayKey CRD refuses it: %v %q\n%s", err, problems, data)
+	}
+	if !reflect.DeepEqual(applied, gk) {
+		t.Fatalf("applied, it is %+v, not %+v", applied, gk)
 	}
 	return gk
 }
@@ -373,7 +382,8 @@ func TestCLIHelp(t *testing.T) {
 		}
 	}
 	_, stderr, _ := runCLI(t, "create", "--help")
-	for _, f := range []string{"-id", "-models", "-rpm", "-burst", "-expires", "-output", "-namespace", "-entry-out", "-key-out", "-into"} {
+	for _, f := range []string{"-id", "-models", "-rpm", "-burst", "-expires", "-output", "-namespace", "-entry-out", "-key-out", "-into",
+		"-tpm", "-budget", "-budget-period", "-budget-currency", "-group"} {
 		if !strings.Contains(stderr, f) {
 			t.Errorf("help text does not document %s", f)
 		}

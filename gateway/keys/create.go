@@ -1,7 +1,6 @@
 package keys
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -25,6 +24,14 @@ type CreateOptions struct {
 	Burst     int
 	ExpiresAt *time.Time
 	Disabled  bool
+	// TokensPerMinute is the key's token limit; 0 means none.
+	TokensPerMinute int64
+	// Budget is the key's own budget, nil for none; an empty currency or
+	// period takes the snapshot default (USD, month).
+	Budget *snapshot.Budget
+	// Group names the BudgetGroup whose limits the key shares, "" for none.
+	// It must be a DNS-1123 subdomain, as it is the group's metadata.name.
+	Group string
 }
 
 // Create generates a key and returns its plaintext (the only time it exists) and
@@ -32,6 +39,11 @@ type CreateOptions struct {
 func Create(opts CreateOptions) (plaintext string, entry snapshot.Key, err error) {
 	if err := validID(opts.ID); err != nil {
 		return "", snapshot.Key{}, err
+	}
+	if opts.Group != "" {
+		if err := validObjectName("group", opts.Group, budgetGroupName); err != nil {
+			return "", snapshot.Key{}, err
+		}
 	}
 	if opts.ExpiresAt != nil && !opts.ExpiresAt.After(time.Now()) {
 		return "", snapshot.Key{}, fmt.Errorf("key %q: expiry %s is not in the future", opts.ID, opts.ExpiresAt.Format(time.RFC3339))
@@ -48,6 +60,13 @@ func Create(opts CreateOptions) (plaintext string, entry snapshot.Key, err error
 		RateLimit: snapshot.RateLimit{RPM: opts.RPM, Burst: opts.Burst},
 		Disabled:  opts.Disabled,
 		ExpiresAt: opts.ExpiresAt,
+
+		TokensPerMinute: opts.TokensPerMinute,
+		Group:           opts.Group,
+	}
+	if opts.Budget != nil {
+		b := *opts.Budget // Normalize fills defaults: not in the caller's copy
+		entry.Budget = &b
 	}
 	entry.Normalize()
 	if err := snapshot.ValidateKey(&entry); err != nil {
@@ -56,23 +75,34 @@ func Create(opts CreateOptions) (plaintext string, entry snapshot.Key, err error
 	return plaintext, entry, nil
 }
 
-// validID accepts an id that can also be a GatewayKey's metadata.name, checked
-// as the API server checks a custom resource's name on create: a DNS-1123
-// subdomain (apimachinery's NameIsDNSSubdomain, i.e. IsDNS1123Subdomain) that is
-// also a valid path segment. So `--output yaml` never prints a resource that
+// What a name checked by validObjectName also is; its errors say so.
+const (
+	gatewayKeyName  = "also the GatewayKey's metadata.name"
+	budgetGroupName = "a BudgetGroup's metadata.name"
+)
+
+// validID accepts an id that can also be a GatewayKey's metadata.name (see
+// validObjectName), so that `--output yaml` never prints a resource that
 // kubectl apply refuses, and ids such as "a..b" or "a-.b" are rejected here.
-func validID(id string) error {
-	if id == "" {
-		return errors.New("key id is required")
+func validID(id string) error { return validObjectName("key id", id, gatewayKeyName) }
+
+// validObjectName accepts name if it can be the metadata.name of a custom
+// resource, checked as the API server checks one on create: a DNS-1123
+// subdomain (apimachinery's NameIsDNSSubdomain, i.e. IsDNS1123Subdomain) that
+// is also a valid path segment. subject names the value in errors ("key id",
+// "--group"), role says which object's name it is.
+func validObjectName(subject, name, role string) error {
+	if name == "" {
+		return fmt.Errorf("%s is required", subject)
 	}
-	if len(id) > validation.DNS1123SubdomainMaxLength {
-		return fmt.Errorf("key id is %d characters long; at most %d are allowed, as it is also the GatewayKey's metadata.name",
-			len(id), validation.DNS1123SubdomainMaxLength)
+	if len(name) > validation.DNS1123SubdomainMaxLength {
+		return fmt.Errorf("%s is %d characters long; at most %d are allowed, as it is %s",
+			subject, len(name), validation.DNS1123SubdomainMaxLength, role)
 	}
-	if len(apivalidation.NameIsDNSSubdomain(id, false)) > 0 || len(content.IsPathSegmentName(id)) > 0 {
-		return fmt.Errorf("key id %q is not valid: it is also the GatewayKey's metadata.name, so it must be a DNS-1123 subdomain: "+
+	if len(apivalidation.NameIsDNSSubdomain(name, false)) > 0 || len(content.IsPathSegmentName(name)) > 0 {
+		return fmt.Errorf("%s %s is not valid: it is %s, so it must be a DNS-1123 subdomain: "+
 			"lowercase letters, digits, '-' and '.', where every '.'-separated part starts and ends with a letter or digit "+
-			"(for example team-a or team-a.prod)", keyformat.Redact(id))
+			"(for example team-a or team-a.prod)", subject, quoteRedacted(name), role)
 	}
 	return nil
 }

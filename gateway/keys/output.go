@@ -44,7 +44,16 @@ func GatewayKey(entry snapshot.Key, namespace string) (*v1alpha1.GatewayKey, err
 			Models:    slices.Clone(entry.Models),
 			RateLimit: &v1alpha1.RateLimit{RequestsPerMinute: int32(rl.RPM), Burst: int32(rl.Burst)},
 			Disabled:  entry.Disabled,
+			// Create held them to the CRD's bounds and name rule; zero
+			// values are omitted, as in the snapshot.
+			TokensPerMinute: entry.TokensPerMinute,
+			Group:           entry.Group,
 		},
+	}
+	if b := entry.Budget; b != nil {
+		// Currency and period explicit, as normalized: the resource reads the
+		// same whatever the CRD's defaults.
+		gk.Spec.Budget = &v1alpha1.Budget{Amount: b.Amount, Currency: b.Currency, Period: v1alpha1.BudgetPeriod(b.Period)}
 	}
 	if entry.ExpiresAt != nil {
 		// metav1.Time serializes to whole seconds (RFC 3339, UTC).
