@@ -37,9 +37,10 @@ type GatewayKeySpec struct {
 	// +kubebuilder:validation:XValidation:rule="!('*' in self) || size(self) == 1",message="'*' must be the only entry when present"
 	Models []string `json:"models"`
 
-	// RateLimit limits the key's chat requests on each gateway replica
-	// (default: 60 a minute, bursts of up to 10). Requests over it get 429
-	// and never reach a provider.
+	// RateLimit limits the key's chat requests (default: 60 a minute,
+	// bursts of up to 10). Requests over it get 429 and never reach a
+	// provider. With the gateways' shared quota store it holds across all
+	// gateway replicas; without it each replica counts on its own.
 	// +optional
 	// +kubebuilder:default={}
 	RateLimit *RateLimit `json:"rateLimit,omitempty"`
