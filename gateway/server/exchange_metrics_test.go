@@ -2,9 +2,7 @@ package server_test
 
 import (
 	"bufio"
-	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -14,17 +12,13 @@ import (
 
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/gateway/localstack"
-	"github.com/llmgw/llmgw/test/testutil"
 )
 
 // newMetricsHarness is newHarness with the management port on, so that
 // tests read the histograms the way Prometheus does.
 func newMetricsHarness(t *testing.T) (*harness, string) {
 	t.Helper()
-	h := &harness{t: t, logs: &testutil.SyncBuffer{}}
-	log := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st, err := localstack.Start(context.Background(), localstack.Options{Dir: t.TempDir(), MgmtAddr: "127.0.0.1:0",
-		AlphaKey: alphaSecret, BetaKey: betaSecret, Logger: log, DrainTimeout: 2 * time.Second,
+	h, st := startStack(t, localstack.Options{Dir: t.TempDir(), MgmtAddr: "127.0.0.1:0",
 		Mutate: func(s *snapshot.Snapshot) {
 			to := snapshot.Timeouts{TotalMs: 5000, AttemptMs: 2000, FirstChunkMs: 2000, IdleMs: 1000}
 			for i := range s.Aliases {
@@ -34,17 +28,6 @@ func newMetricsHarness(t *testing.T) (*harness, string) {
 				s.Keys[i].RateLimit = snapshot.RateLimit{RPM: 6000, Burst: 1000}
 			}
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			t.Errorf("closing the stack: %v", err)
-		}
-		h.assertNoSecretsLogged()
-	})
-	h.alpha, h.beta, h.gw = &endpoint{st.AlphaURL}, &endpoint{st.BetaURL}, &endpoint{st.URL}
-	h.srv, h.ledger, h.dbPath, h.keyA, h.keyB = st.Server, st.Ledger, st.DBPath, st.KeyA, st.KeyB
 	return h, "http://" + st.MgmtAddr + "/metrics"
 }
 

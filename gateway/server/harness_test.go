@@ -50,22 +50,37 @@ type endpoint struct{ URL string }
 // snapshot before the gateway loads it.
 func newHarness(t *testing.T, mutate ...func(*snapshot.Snapshot)) *harness {
 	t.Helper()
+	h, st := startStack(t, localstack.Options{Dir: t.TempDir(), Mutate: func(s *snapshot.Snapshot) {
+		to := snapshot.Timeouts{TotalMs: 5000, AttemptMs: 1000, FirstChunkMs: 1000, IdleMs: 500}
+		for i := range s.Aliases {
+			s.Aliases[i].Timeouts = to
+		}
+		for i := range s.Keys {
+			s.Keys[i].RateLimit = snapshot.RateLimit{RPM: 6000, Burst: 1000}
+		}
+		for _, m := range mutate {
+			m(s)
+		}
+	}})
+	var err error
+	if h.snap, err = snapshot.LoadFile(st.SnapshotPath); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// startStack starts the local stack with opts (the upstream secrets, a
+// debug logger into h.logs and a short drain are filled in) and closes it
+// when the test ends, checking that no secret was logged.
+func startStack(t *testing.T, opts localstack.Options) (*harness, *localstack.Stack) {
+	t.Helper()
 	h := &harness{t: t, logs: &testutil.SyncBuffer{}}
-	log := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st, err := localstack.Start(context.Background(), localstack.Options{Dir: t.TempDir(),
-		AlphaKey: alphaSecret, BetaKey: betaSecret, Logger: log, DrainTimeout: 2 * time.Second,
-		Mutate: func(s *snapshot.Snapshot) {
-			to := snapshot.Timeouts{TotalMs: 5000, AttemptMs: 1000, FirstChunkMs: 1000, IdleMs: 500}
-			for i := range s.Aliases {
-				s.Aliases[i].Timeouts = to
-			}
-			for i := range s.Keys {
-				s.Keys[i].RateLimit = snapshot.RateLimit{RPM: 6000, Burst: 1000}
-			}
-			for _, m := range mutate {
-				m(s)
-			}
-		}})
+	opts.AlphaKey, opts.BetaKey = alphaSecret, betaSecret
+	opts.Logger = slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if opts.DrainTimeout == 0 {
+		opts.DrainTimeout = 2 * time.Second
+	}
+	st, err := localstack.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,10 +92,7 @@ func newHarness(t *testing.T, mutate ...func(*snapshot.Snapshot)) *harness {
 	})
 	h.alpha, h.beta, h.gw = &endpoint{st.AlphaURL}, &endpoint{st.BetaURL}, &endpoint{st.URL}
 	h.srv, h.ledger, h.dbPath, h.keyA, h.keyB = st.Server, st.Ledger, st.DBPath, st.KeyA, st.KeyB
-	if h.snap, err = snapshot.LoadFile(st.SnapshotPath); err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return h, st
 }
 
 // chatBody builds a request; directive (if any) becomes the @mock line.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
@@ -31,26 +30,12 @@ func newFullDiskStack(t *testing.T) *fullDiskStack {
 	t.Helper()
 	// Mounted first, so it is unmounted after the stack's Close.
 	dir := testutil.SmallFS(t, 4<<20)
-	h := &harness{t: t, logs: &testutil.SyncBuffer{}}
-	log := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st, err := localstack.Start(context.Background(), localstack.Options{Dir: dir, MgmtAddr: "127.0.0.1:0",
-		AlphaKey: alphaSecret, BetaKey: betaSecret, Logger: log, DrainTimeout: 2 * time.Second,
+	h, st := startStack(t, localstack.Options{Dir: dir, MgmtAddr: "127.0.0.1:0",
 		Mutate: func(s *snapshot.Snapshot) {
 			for i := range s.Keys {
 				s.Keys[i].RateLimit = snapshot.RateLimit{RPM: 60000, Burst: 10000}
 			}
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			t.Errorf("closing the stack: %v", err)
-		}
-		h.assertNoSecretsLogged()
-	})
-	h.alpha, h.beta, h.gw = &endpoint{st.AlphaURL}, &endpoint{st.BetaURL}, &endpoint{st.URL}
-	h.srv, h.ledger, h.dbPath, h.keyA, h.keyB = st.Server, st.Ledger, st.DBPath, st.KeyA, st.KeyB
 	return &fullDiskStack{harness: h, dir: dir, metrics: "http://" + st.MgmtAddr + "/metrics"}
 }
 
