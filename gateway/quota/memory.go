@@ -103,20 +103,26 @@ func (m *Memory) Reserve(ctx context.Context, id string, limits []Limit, ttl tim
 // reserveOne is Reserve of one limit with nothing to remember (the
 // requests-per-minute check of every chat request): no allocation.
 func (m *Memory) reserveOne(l Limit, now time.Time) Decision {
+	c := m.lockLive(l)
+	defer c.mu.Unlock()
+	cs := [1]*counter{c}
+	d := decide(cs[:], []Limit{l}, now)
+	if d.Allowed {
+		take(c, l, l.Amount)
+	}
+	return d
+}
+
+// lockLive returns l's counter locked, never one the sweeper has dropped
+// (a dead counter is left for the next get to replace).
+func (m *Memory) lockLive(l Limit) *counter {
 	for {
 		c := m.get(l)
 		c.mu.Lock()
-		if c.dead {
-			c.mu.Unlock()
-			continue
-		}
-		cs := [1]*counter{c}
-		d := decide(cs[:], []Limit{l}, now)
-		if d.Allowed {
-			take(c, l, l.Amount)
+		if !c.dead {
+			return c
 		}
 		c.mu.Unlock()
-		return d
 	}
 }
 
@@ -152,18 +158,9 @@ func (m *Memory) Settle(ctx context.Context, id string, actual []int64, now time
 // was spent in the window before this process started). It is not part of
 // Store: a shared store keeps its counters across gateway restarts.
 func (m *Memory) Seed(name string, used int64, end time.Time) {
-	l := Limit{Counter: name, Kind: Window, End: end}
-	for {
-		c := m.get(l)
-		c.mu.Lock()
-		if c.dead {
-			c.mu.Unlock()
-			continue
-		}
-		c.used = max(c.used, used)
-		c.mu.Unlock()
-		return
-	}
+	c := m.lockLive(Limit{Counter: name, Kind: Window, End: end})
+	c.used = max(c.used, used)
+	c.mu.Unlock()
 }
 
 // adjust applies a settled difference to one counter.
@@ -171,20 +168,12 @@ func (m *Memory) adjust(l Limit, delta int64, now time.Time) {
 	if l.Kind == Window && !now.Before(l.End) {
 		return // the window is over; a new one is a new counter
 	}
-	for {
-		c := m.get(l)
-		c.mu.Lock()
-		if c.dead {
-			c.mu.Unlock()
-			continue
-		}
-		if c.kind == Bucket {
-			c.refill(l, now)
-		}
-		take(c, l, delta)
-		c.mu.Unlock()
-		return
+	c := m.lockLive(l)
+	if c.kind == Bucket {
+		c.refill(l, now)
 	}
+	take(c, l, delta)
+	c.mu.Unlock()
 }
 
 func checkLimits(limits []Limit) error {

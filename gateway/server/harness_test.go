@@ -142,6 +142,25 @@ func (h *harness) do(method, path, key, body string) response {
 	return response{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
+// cancelAfterFirstBytes posts a streaming chat request, reads the first
+// bytes of the answer, hangs up and returns the request id.
+func (h *harness) cancelAfterFirstBytes(key, body string) string {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.gw.URL+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := resp.Body.Read(make([]byte, 64)); err != nil {
+		h.t.Fatal(err)
+	}
+	return resp.Header.Get("X-Request-Id")
+}
+
 func (h *harness) chat(key, body string) response {
 	return h.do(http.MethodPost, "/v1/chat/completions", key, body)
 }

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -54,21 +52,7 @@ func TestExactlyOneRecordPerRequest(t *testing.T) {
 	add("stream interruption", h.chat(h.keyA, chatBody("chat-alpha", true, "alpha:error_after=1")), "partial", 200)
 
 	// Client cancel: read the first event of a slow stream, then hang up.
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.gw.URL+"/v1/chat/completions",
-		strings.NewReader(chatBody("chat-alpha", true, "alpha:chunks=8 alpha:chunk_delay_ms=300")))
-	req.Header.Set("Authorization", "Bearer "+h.keyA)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 64)
-	if _, err := resp.Body.Read(buf); err != nil {
-		t.Fatal(err)
-	}
-	cancelID := resp.Header.Get("X-Request-Id")
-	cancel()
-	resp.Body.Close()
+	cancelID := h.cancelAfterFirstBytes(h.keyA, chatBody("chat-alpha", true, "alpha:chunks=8 alpha:chunk_delay_ms=300"))
 	ids = append(ids, cancelID)
 	want = append(want, expect{"client cancel", "canceled", 499})
 	waitFor(t, 3*time.Second, func() bool {

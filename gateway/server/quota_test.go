@@ -241,22 +241,7 @@ func TestSettlementReturnsUnusedRoom(t *testing.T) {
 		{"fallback", "success", func() string { return chat("alpha:status=503", false) }},
 		{"stream cut after the commit point", "partial", func() string { return chat("alpha:chunks=5 alpha:drop_after=2", true) }},
 		{"client cancel", "canceled", func() string {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.gw.URL+"/v1/chat/completions",
-				strings.NewReader(quotaBody(30, true, "alpha:chunks=5 alpha:stall_after=1")))
-			req.Header.Set("Authorization", "Bearer "+h.keyA)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			buf := make([]byte, 64)
-			if _, err := resp.Body.Read(buf); err != nil {
-				t.Fatal(err)
-			}
-			id := resp.Header.Get("X-Request-Id")
-			cancel()
-			resp.Body.Close()
+			id := h.cancelAfterFirstBytes(h.keyA, quotaBody(30, true, "alpha:chunks=5 alpha:stall_after=1"))
 			waitFor(t, 5*time.Second, func() bool {
 				r, err := h.ledger.Get(context.Background(), id)
 				return err == nil && r.Status != "in_progress"
