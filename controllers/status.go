@@ -28,59 +28,59 @@ type statusRound struct {
 // condition — and patches only the statuses that changed; a merge patch (not
 // an update) so a stale cache never causes a conflict on spec.
 func (r *Reconciler) updateStatuses(ctx context.Context, in Inputs, st Statuses, round statusRound) error {
-	var errs []error
-	count := map[[2]string]float64{}
-	seen := map[objectRef]bool{}
+	p := &statusPass{r: r, ctx: ctx, round: round, count: map[[2]string]float64{}, seen: map[objectRef]bool{}}
 	for i := range in.Providers {
 		o := &in.Providers[i]
-		res := st.Providers[o.Name]
-		orig := o.DeepCopy()
-		ref := objectRef{"ProviderEndpoint", o.Name}
-		ready := r.setCommon(o, ref, &o.Status.CommonStatus, res.Result, round)
-		count[[2]string{ref.Kind, ready}]++
-		seen[ref] = true
+		res, orig := st.Providers[o.Name], o.DeepCopy()
 		o.Status.BaseURL = res.BaseURL
-		errs = append(errs, r.patchStatus(ctx, o, orig, &orig.Status, &o.Status))
+		p.update(o, orig, "ProviderEndpoint", &o.Status.CommonStatus, res.Result, &orig.Status, &o.Status)
 	}
 	for i := range in.Aliases {
 		o := &in.Aliases[i]
-		res := st.Aliases[o.Name]
-		orig := o.DeepCopy()
-		ref := objectRef{"ModelAlias", o.Name}
-		ready := r.setCommon(o, ref, &o.Status.CommonStatus, res.Result, round)
-		count[[2]string{ref.Kind, ready}]++
-		seen[ref] = true
+		res, orig := st.Aliases[o.Name], o.DeepCopy()
 		o.Status.Alias, o.Status.Primary, o.Status.Fallback, o.Status.Routes = res.Alias, res.Primary, res.Fallback, res.Routes
-		errs = append(errs, r.patchStatus(ctx, o, orig, &orig.Status, &o.Status))
+		p.update(o, orig, "ModelAlias", &o.Status.CommonStatus, res.Result, &orig.Status, &o.Status)
 	}
 	for i := range in.Keys {
 		o := &in.Keys[i]
-		res := st.Keys[o.Name]
-		orig := o.DeepCopy()
-		ref := objectRef{"GatewayKey", o.Name}
-		ready := r.setCommon(o, ref, &o.Status.CommonStatus, res.Result, round)
-		count[[2]string{ref.Kind, ready}]++
-		seen[ref] = true
+		res, orig := st.Keys[o.Name], o.DeepCopy()
 		o.Status.Fingerprint = res.Fingerprint
-		errs = append(errs, r.patchStatus(ctx, o, orig, &orig.Status, &o.Status))
+		p.update(o, orig, "GatewayKey", &o.Status.CommonStatus, res.Result, &orig.Status, &o.Status)
 	}
 	for i := range in.Groups {
 		o := &in.Groups[i]
-		res := st.Groups[o.Name]
-		orig := o.DeepCopy()
-		ref := objectRef{"BudgetGroup", o.Name}
-		ready := r.setCommon(o, ref, &o.Status.CommonStatus, res.Result, round)
-		count[[2]string{ref.Kind, ready}]++
-		seen[ref] = true
+		res, orig := st.Groups[o.Name], o.DeepCopy()
 		o.Status.Keys = res.Keys
-		errs = append(errs, r.patchStatus(ctx, o, orig, &orig.Status, &o.Status))
+		p.update(o, orig, "BudgetGroup", &o.Status.CommonStatus, res.Result, &orig.Status, &o.Status)
 	}
-	r.forgetConditions(seen)
+	r.forgetConditions(p.seen)
 	objects.Reset()
-	for k, v := range count {
+	for k, v := range p.count {
 		objects.WithLabelValues(k[0], k[1]).Set(v)
 	}
-	return errors.Join(errs...)
+	return errors.Join(p.errs...)
+}
+
+// statusPass is one round of updateStatuses: what every object's status
+// goes through whatever its kind.
+type statusPass struct {
+	r     *Reconciler
+	ctx   context.Context
+	round statusRound
+	count map[[2]string]float64 // kind, ready → objects
+	seen  map[objectRef]bool
+	errs  []error
+}
+
+// update sets o's common conditions (its kind's own fields are set by the
+// caller) and patches its status when it changed from orig's: before and
+// after are the two statuses.
+func (p *statusPass) update(o, orig client.Object, kind string, common *v1alpha1.CommonStatus, res Result, before, after any) {
+	ref := objectRef{kind, o.GetName()}
+	ready := p.r.setCommon(o, ref, common, res, p.round)
+	p.count[[2]string{kind, ready}]++
+	p.seen[ref] = true
+	p.errs = append(p.errs, p.r.patchStatus(p.ctx, o, orig, before, after))
 }
 
 // patchStatus hands the status to the background writer (statuswriter.go)

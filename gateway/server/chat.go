@@ -114,7 +114,7 @@ func (x *exchange) serve(inflight int64) {
 		x.reject(aerr)
 		return
 	}
-	if aerr := s.checkRate(x.r.Context(), key); aerr != nil {
+	if aerr := x.checkRate(key); aerr != nil {
 		x.reject(aerr)
 		return
 	}
@@ -231,7 +231,7 @@ func (x *exchange) finalize(status string, httpStatus int) {
 	x.priceRecord()
 	x.settleQuota()
 	// The client may be gone; the record must still be written.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), 10*time.Second)
+	ctx, cancel := x.detached(10 * time.Second)
 	defer cancel()
 	if err := x.s.ledger.Finish(ctx, x.rec); err != nil {
 		x.s.log.Error("usage record not finalized", "request_id", x.rec.RequestID, "err", err)
@@ -249,6 +249,12 @@ func (x *exchange) finalize(status string, httpStatus int) {
 		"output_tokens", x.rec.OutputTokens, "latency_ms", x.rec.LatencyMs)
 }
 
+// detached is a context for work the request needs done even if its client
+// hangs up (the record, the quota store), bounded by d instead.
+func (x *exchange) detached(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(x.r.Context()), d)
+}
+
 // persistBegin asks for the in_progress row to be written now rather than at
 // the end of the ledger's Begin hold; it does not wait.
 func (x *exchange) persistBegin() {
@@ -256,7 +262,7 @@ func (x *exchange) persistBegin() {
 		return
 	}
 	x.persisted = true
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), 5*time.Second)
+	ctx, cancel := x.detached(5 * time.Second)
 	defer cancel()
 	if err := x.s.ledger.Persist(ctx, x.pending); err != nil {
 		x.s.log.Error("usage record insert not requested", "request_id", x.rec.RequestID, "err", err)

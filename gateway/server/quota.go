@@ -49,8 +49,9 @@ func errQuotaStore() *apiError {
 // token is never given back. Store calls outlive a client that hangs up
 // (bounded by quotaStoreTimeout): the request then ends as canceled, with its
 // reservation settled, rather than as a store failure.
-func (s *Server) checkRate(ctx context.Context, key *snapshot.Key) *apiError {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), quotaStoreTimeout)
+func (x *exchange) checkRate(key *snapshot.Key) *apiError {
+	s := x.s
+	ctx, cancel := x.detached(quotaStoreTimeout)
 	defer cancel()
 	d, err := s.quota.Reserve(ctx, "", []quota.Limit{quota.RateLimit(key)}, 0, s.now())
 	if err != nil {
@@ -82,7 +83,7 @@ func (x *exchange) admit(key *snapshot.Key) *apiError {
 	case plan.Empty():
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), quotaStoreTimeout)
+	ctx, cancel := x.detached(quotaStoreTimeout)
 	defer cancel()
 	ttl := ms(x.alias.Timeouts.TotalMs) + reservationGrace
 	d, err := s.quota.Reserve(ctx, x.rec.RequestID, plan.Limits, ttl, s.now())
@@ -121,7 +122,7 @@ func (x *exchange) settleQuota() {
 	}
 	x.hold = nil
 	tokens := int64(x.rec.InputTokens) + int64(x.rec.OutputTokens)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), quotaStoreTimeout)
+	ctx, cancel := x.detached(quotaStoreTimeout)
 	defer cancel()
 	if err := x.s.quota.Settle(ctx, x.rec.RequestID, h.plan.Actual(tokens, x.rec.Cost), x.s.now()); err != nil {
 		// The reservation stays taken until its ttl: the key is limited

@@ -140,14 +140,16 @@ func (x *exchange) commit(sa *streamAttempt) *sseRelay {
 	rl.buf = rl.enc.role(rl.buf[:0])
 	if sa.first.Text != "" {
 		rl.buf = rl.enc.content(rl.buf, sa.first.Text)
+		rl.texts = append(rl.texts, sa.first.Text)
 	}
-	rl.send(sa.first.Text)
+	rl.send()
 	x.observeCommit(arrived, rl)
 	return rl
 }
 
-// pump copies events to the client as they arrive, flushing each, until the
-// upstream ends (nil), fails, stalls for idleMs or the client goes away.
+// pump copies events to the client as they arrive, one flush for the events
+// that arrived together, until the upstream ends (nil), fails, stalls for
+// idleMs or the client goes away.
 func (rl *sseRelay) pump(ctx context.Context) *failure {
 	x, sa := rl.x, rl.sa
 	var upErr error
@@ -175,7 +177,7 @@ func (rl *sseRelay) pump(ctx context.Context) *failure {
 					break
 				}
 			}
-			if len(rl.texts) > 0 && !rl.sendAll() {
+			if len(rl.texts) > 0 && !rl.send() {
 				break
 			}
 			if err != nil {
@@ -233,17 +235,9 @@ func (rl *sseRelay) end(f *failure) {
 	_ = writeFlush(x.w, rl.rc, append(rl.buf, doneEvent...))
 }
 
-// send writes and flushes rl.buf; text counts once it reached the client.
-func (rl *sseRelay) send(text string) bool {
-	if rl.writeErr = writeFlush(rl.x.w, rl.rc, rl.buf); rl.writeErr != nil {
-		return false
-	}
-	rl.relayed.Add(text)
-	return true
-}
-
-// sendAll writes and flushes rl.buf, the content of rl.texts.
-func (rl *sseRelay) sendAll() bool {
+// send writes and flushes rl.buf; the texts in it (rl.texts) count once
+// they reached the client.
+func (rl *sseRelay) send() bool {
 	if rl.writeErr = writeFlush(rl.x.w, rl.rc, rl.buf); rl.writeErr != nil {
 		return false
 	}
