@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Runs every Go fuzz target in the repository for FUZZTIME each (default 10s):
-# the brief CI pass over request parsing, the SSE parsers and the other
-# decoders. Targets are discovered, so a new Fuzz function is included
+# Runs every Go fuzz target in the repository for FUZZTIME each (default
+# 100000x): the brief CI pass over request parsing, the SSE parsers and the
+# other decoders. Targets are discovered, so a new Fuzz function is included
 # without editing this script.
+#
+# The budget is a count of executions, not a duration: with a duration Go's
+# fuzz coordinator (go1.26) can report a bare "context deadline exceeded" as a
+# failure when the deadline races a busy worker (golang/go#75804, fixed in
+# go1.27), which failed CI once with no crasher written. A count never sets
+# that deadline; on a slow machine it only takes longer. A duration still
+# works (FUZZTIME=30s) for a long run by hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-FUZZTIME=${FUZZTIME:-10s}
+FUZZTIME=${FUZZTIME:-100000x}
 n=0
 while IFS=: read -r file name; do
   pkg=./$(dirname "$file")
