@@ -53,3 +53,63 @@ type: Opaque
 data:
   {{ .key }}: {{ $value | default (randAlphaNum 64 | b64enc) }}
 {{- end }}
+
+{{/* The objects the binaries and the Roles name, by their names.* value: the
+names config/rbac pins and the binaries' flags default to. */}}
+{{- define "llmgw.defaultNames" -}}
+snapshotConfigMap: llmgw-snapshot
+gatewayStatusConfigMap: llmgw-gateway-status
+leaderElectionLease: llmgw-controller-leader
+{{- end }}
+
+{{/* The configured names (names.*), validated, as YAML by names.* value. Each
+must be a DNS-1123 subdomain (what the API server accepts as a ConfigMap or
+Lease name); the snapshot ConfigMap's is also the value of the label
+llmgw.dev/snapshot its parts carry, so at most 63 characters. The two
+ConfigMaps must differ: the controller would write the snapshot over the
+gateways' reports. */}}
+{{- define "llmgw.names" -}}
+{{- $set := .Values.names | default dict -}}
+{{- $names := dict -}}
+{{- range $value, $default := include "llmgw.defaultNames" . | fromYaml -}}
+{{- $name := ternary (get $set $value) $default (hasKey $set $value) | toString -}}
+{{- $max := 253 -}}
+{{- $why := "" -}}
+{{- if eq $value "snapshotConfigMap" -}}
+{{- $max = 63 -}}
+{{- $why = ", the limit of the label llmgw.dev/snapshot it is the value of" -}}
+{{- end -}}
+{{- if or (gt (len $name) $max) (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$" $name)) -}}
+{{- fail (printf "names.%s: %q is not a valid name: want a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit) of at most %d characters%s" $value $name $max $why) -}}
+{{- end -}}
+{{- $_ := set $names $value $name -}}
+{{- end -}}
+{{- if eq $names.snapshotConfigMap $names.gatewayStatusConfigMap -}}
+{{- fail (printf "names.snapshotConfigMap and names.gatewayStatusConfigMap are both %q: they name two different ConfigMaps" $names.snapshotConfigMap) -}}
+{{- end -}}
+{{- toYaml $names -}}
+{{- end }}
+
+{{/* dict "root" $ "flags" (dict VALUE FLAG ...) "extraArgs" LIST "where" VALUES-PATH
+["off" (list FLAG ...)]: the component's "- --FLAG=NAME" arguments, one per
+names.VALUE that differs from its default (none with the defaults, so the
+workloads render as config/ has them). The Roles follow names.* only, so
+extraArgs may not set these flags; only "--FLAG=" of a flag in "off", whose
+empty value turns its use off, is let through. */}}
+{{- define "llmgw.nameArgs" -}}
+{{- $names := include "llmgw.names" .root | fromYaml -}}
+{{- $defaults := include "llmgw.defaultNames" .root | fromYaml -}}
+{{- range $arg := .extraArgs -}}
+{{- range $value, $flag := $.flags -}}
+{{- $off := and (has $flag ($.off | default list)) (regexMatch (printf "^--?%s=$" $flag) (toString $arg)) -}}
+{{- if and (not $off) (regexMatch (printf "^--?%s(=.*)?$" $flag) (toString $arg)) -}}
+{{- fail (printf "%s: %q renames an object the Roles name: set names.%s instead, which the flag and the Roles follow" $.where $arg $value) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range $value, $flag := .flags }}
+{{- if ne (get $names $value) (get $defaults $value) }}
+- --{{ $flag }}={{ get $names $value }}
+{{- end }}
+{{- end }}
+{{- end }}
