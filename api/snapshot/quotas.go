@@ -141,7 +141,9 @@ func validateQuotas(s *Snapshot) []error {
 		checkCurrency(obj, g.Budget)
 	}
 	for i := range s.Keys {
-		checkCurrency("key "+label(s.Keys[i].ID, i), s.Keys[i].Budget)
+		if b := s.Keys[i].Budget; b != nil { // most keys have none: no label to build
+			checkCurrency("key "+label(s.Keys[i].ID, i), b)
+		}
 	}
 	return errs
 }

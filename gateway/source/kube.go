@@ -78,7 +78,7 @@ func (k *Kube) Credentials() server.CredentialSource {
 func (k *Kube) Start(ctx context.Context, sink Sink) error {
 	sink = k.reporting(ctx, sink)
 	go func() {
-		if err := watchParts(ctx, k.client, k.cfg.Namespace, k.cfg.ConfigMap, func(s *snapshot.Snapshot) { _ = sink.Apply(ctx, s) }, sink.ReportReloadError,
+		if err := watchParts(ctx, k.client, k.cfg.Namespace, k.cfg.ConfigMap, func(s *snapshot.Snapshot) { _ = applySealed(ctx, sink, s) }, sink.ReportReloadError,
 			k.log, k.cfg.PartWait); err != nil {
 			return // ctx ended before the first sync
 		}

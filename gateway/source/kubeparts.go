@@ -243,8 +243,10 @@ func (a *assembler) assemble(h *snapshot.Head) (*snapshot.Snapshot, []string, er
 		p := decodedPart{sha: ref.SHA256}
 		if ref == h.Config {
 			p.config, err = snapshot.ParseConfigPart(raw)
-		} else {
-			p.keys, err = snapshot.ParseKeyPart(raw)
+		} else if p.keys, err = snapshot.ParseKeyPart(raw); err == nil {
+			// Each shard's keys are checked once, when decoded; sealing
+			// the assembly checks only what spans the parts.
+			err = snapshot.CheckKeyPart(p.keys)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", ref.Name, err))
@@ -261,6 +263,9 @@ func (a *assembler) assemble(h *snapshot.Head) (*snapshot.Snapshot, []string, er
 		shards[i] = a.parts[ref.Name].keys
 	}
 	snap, err := snapshot.Assemble(h, a.parts[h.Config.Name].config, shards)
+	if err == nil {
+		err = snapshot.SealAssembled(snap, h.Version)
+	}
 	return snap, nil, err
 }
 

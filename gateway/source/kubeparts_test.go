@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -195,17 +197,13 @@ func TestAssemblerRejects(t *testing.T) {
 	}{
 		{"head without its key", func(_ []*corev1.ConfigMap, head *corev1.ConfigMap) { head.Data = nil }, "has no"},
 		{"head not JSON", func(_ []*corev1.ConfigMap, head *corev1.ConfigMap) { head.Data[snapshot.HeadKey] = "{" }, "snapshot head"},
-		{"part that decodes to garbage", func(parts []*corev1.ConfigMap, head *corev1.ConfigMap) {
-			// A hand-made part with a matching hash but not a key shard.
-			raw := []byte(`{"keys":[{"nope":1}]}`)
-			hd, err := snapshot.ParseHead([]byte(head.Data[snapshot.HeadKey]))
-			if err != nil {
-				panic(err)
-			}
-			hd.Keys[0].SHA256 = sha(raw)
-			parts[1].BinaryData[snapshot.PartKey] = gz(raw)
-			head.Data[snapshot.HeadKey] = marshal(hd)
-		}, "unknown field"},
+		// Hand-made parts with a matching hash: not a key shard; a key
+		// invalid on its own (checked when its shard is decoded); a key
+		// naming an alias no part has (checked when the parts are sealed).
+		{"part that decodes to garbage", replaceShard(`{"keys":[{"nope":1}]}`), "unknown field"},
+		{"key invalid on its own", replaceShard(`{"keys":[{"id":"ID","prefix":"lgw_k1aaaaaaaa","hash":"sha256:00","models":["*"]}]}`), "hash must be"},
+		{"key naming no alias", replaceShard(`{"keys":[{"id":"ID","prefix":"lgw_k1aaaaaaaa","hash":"sha256:` + strings.Repeat("ab", 32) + `","models":["gone"]}]}`),
+			`alias "gone" does not exist`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -220,6 +218,26 @@ func TestAssemblerRejects(t *testing.T) {
 				t.Fatalf("errors %v (want one with %q), applied %d", h.errs, c.want, len(h.applied))
 			}
 		})
+	}
+}
+
+// replaceShard puts raw in place of the first key shard, with the head
+// naming its hash, as a hand-made part would be; "ID" in raw becomes a key
+// id that belongs in that shard.
+func replaceShard(raw string) func(parts []*corev1.ConfigMap, head *corev1.ConfigMap) {
+	return func(parts []*corev1.ConfigMap, head *corev1.ConfigMap) {
+		hd, err := snapshot.ParseHead([]byte(head.Data[snapshot.HeadKey]))
+		if err != nil {
+			panic(err)
+		}
+		id := "k0"
+		for i := 1; snapshot.ShardOf(id, len(hd.Keys)) != 0; i++ {
+			id = fmt.Sprintf("k%d", i)
+		}
+		raw := strings.ReplaceAll(raw, `"ID"`, strconv.Quote(id))
+		hd.Keys[0].SHA256 = sha([]byte(raw))
+		parts[1].BinaryData[snapshot.PartKey] = gz([]byte(raw))
+		head.Data[snapshot.HeadKey] = marshal(hd)
 	}
 }
 

@@ -19,7 +19,8 @@ import (
 // BenchmarkScaleReload is a gateway's reload at 50,000 keys and 1,000
 // aliases, after the parts are in its informer's store: assemble (cold: every
 // part decoded, as at start; one-key: one shard decoded, the others cached)
-// and server.Apply (seal, build the state, swap). Run with
+// and the server's ApplySealed (build the state, swap), as the Kubernetes
+// source runs it. Run with
 //
 //	go test ./gateway/source -run '^$' -bench ScaleReload -benchtime 5x
 func BenchmarkScaleReload(b *testing.B) {
@@ -39,7 +40,7 @@ func BenchmarkScaleReload(b *testing.B) {
 	h.assembler = &assembler{namespace: "ns", head: snapshot.DefaultConfigMapName, log: log,
 		parts: map[string]decodedPart{}, waitReport: partWaitReport}
 	h.apply = func(snap *snapshot.Snapshot) {
-		if err := srv.Apply(ctx, snap); err != nil {
+		if err := applySealed(ctx, srv, snap); err != nil {
 			b.Fatal(err)
 		}
 	}

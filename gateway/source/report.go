@@ -172,9 +172,17 @@ type reportingSink struct {
 }
 
 func (s reportingSink) Apply(ctx context.Context, snap *snapshot.Snapshot) error {
-	err := s.Sink.Apply(ctx, snap)
+	return s.report(snap.Version, s.Sink.Apply(ctx, snap))
+}
+
+func (s reportingSink) ApplySealed(ctx context.Context, snap *snapshot.Snapshot) error {
+	return s.report(snap.Version, applySealed(ctx, s.Sink, snap))
+}
+
+// report tells the controller what became of version.
+func (s reportingSink) report(version string, err error) error {
 	if err != nil {
-		s.rep.refused(s.Sink.Version(), snap.Version, err)
+		s.rep.refused(s.Sink.Version(), version, err)
 	} else {
 		s.rep.applied(s.Sink.Version())
 	}

@@ -29,6 +29,21 @@ type Sink interface {
 	Version() string
 }
 
+// SealedSink is a Sink that can run a snapshot snapshot.SealAssembled has
+// sealed without copying and encoding it again (*server.Server is one).
+type SealedSink interface {
+	Sink
+	ApplySealed(ctx context.Context, s *snapshot.Snapshot) error
+}
+
+// applySealed hands a sealed snapshot to sink, the cheap way when it can.
+func applySealed(ctx context.Context, sink Sink, s *snapshot.Snapshot) error {
+	if ss, ok := sink.(SealedSink); ok {
+		return ss.ApplySealed(ctx, s)
+	}
+	return sink.Apply(ctx, s)
+}
+
 // Source is one place snapshots come from.
 type Source interface {
 	// Credentials resolves the credential references of this source's snapshots.
