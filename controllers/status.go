@@ -27,31 +27,49 @@ type statusRound struct {
 // snapshot write failed, so that a new object never sits there without any
 // condition — and patches only the statuses that changed; a merge patch (not
 // an update) so a stale cache never causes a conflict on spec.
+//
+// The objects in `in` are the cache's own (listed without a deep copy): they
+// are read, never written; an object whose status must change is copied.
 func (r *Reconciler) updateStatuses(ctx context.Context, in Inputs, st Statuses, round statusRound) error {
 	p := &statusPass{r: r, ctx: ctx, round: round, count: map[[2]string]float64{}, seen: map[objectRef]bool{}}
+	if r.verified == nil {
+		r.verified = map[objectRef]wantedStatus{}
+	}
 	for i := range in.Providers {
-		o := &in.Providers[i]
-		res, orig := st.Providers[o.Name], o.DeepCopy()
-		o.Status.BaseURL = res.BaseURL
-		p.update(o, orig, "ProviderEndpoint", &o.Status.CommonStatus, res.Result, &orig.Status, &o.Status)
+		orig := &in.Providers[i]
+		res := st.Providers[orig.Name]
+		if o := p.wants(orig, "ProviderEndpoint", res.Result, res.BaseURL); o != nil {
+			o := o.(*v1alpha1.ProviderEndpoint)
+			o.Status.BaseURL = res.BaseURL
+			p.update(o, orig, &o.Status.CommonStatus, &orig.Status, &o.Status)
+		}
 	}
 	for i := range in.Aliases {
-		o := &in.Aliases[i]
-		res, orig := st.Aliases[o.Name], o.DeepCopy()
-		o.Status.Alias, o.Status.Primary, o.Status.Fallback, o.Status.Routes = res.Alias, res.Primary, res.Fallback, res.Routes
-		p.update(o, orig, "ModelAlias", &o.Status.CommonStatus, res.Result, &orig.Status, &o.Status)
+		orig := &in.Aliases[i]
+		res := st.Aliases[orig.Name]
+		if o := p.wants(orig, "ModelAlias", res.Result, aliasFields(res)); o != nil {
+			o := o.(*v1alpha1.ModelAlias)
+			o.Status.Alias, o.Status.Primary, o.Status.Fallback, o.Status.Routes = res.Alias, res.Primary, res.Fallback, res.Routes
+			p.update(o, orig, &o.Status.CommonStatus, &orig.Status, &o.Status)
+		}
 	}
 	for i := range in.Keys {
-		o := &in.Keys[i]
-		res, orig := st.Keys[o.Name], o.DeepCopy()
-		o.Status.Fingerprint = res.Fingerprint
-		p.update(o, orig, "GatewayKey", &o.Status.CommonStatus, res.Result, &orig.Status, &o.Status)
+		orig := &in.Keys[i]
+		res := st.Keys[orig.Name]
+		if o := p.wants(orig, "GatewayKey", res.Result, res.Fingerprint); o != nil {
+			o := o.(*v1alpha1.GatewayKey)
+			o.Status.Fingerprint = res.Fingerprint
+			p.update(o, orig, &o.Status.CommonStatus, &orig.Status, &o.Status)
+		}
 	}
 	for i := range in.Groups {
-		o := &in.Groups[i]
-		res, orig := st.Groups[o.Name], o.DeepCopy()
-		o.Status.Keys = res.Keys
-		p.update(o, orig, "BudgetGroup", &o.Status.CommonStatus, res.Result, &orig.Status, &o.Status)
+		orig := &in.Groups[i]
+		res := st.Groups[orig.Name]
+		if o := p.wants(orig, "BudgetGroup", res.Result, res.Keys); o != nil {
+			o := o.(*v1alpha1.BudgetGroup)
+			o.Status.Keys = res.Keys
+			p.update(o, orig, &o.Status.CommonStatus, &orig.Status, &o.Status)
+		}
 	}
 	r.forgetConditions(p.seen)
 	objects.Reset()
@@ -70,49 +88,114 @@ type statusPass struct {
 	count map[[2]string]float64 // kind, ready → objects
 	seen  map[objectRef]bool
 	errs  []error
+	// The object wants decided on, for update.
+	ref   objectRef
+	res   Result
+	conds []metav1.Condition
+	want  wantedStatus
+}
+
+// wants decides obj's conditions and returns a copy of obj to set its
+// status on, or nil when the status is the one already verified in place
+// for this very resourceVersion (wantedStatus): at 50,000 objects, copying
+// and comparing every status on every reconcile was most of its time.
+// extra is the kind's own status fields (comparable).
+func (p *statusPass) wants(obj client.Object, kind string, res Result, extra any) client.Object {
+	ref := objectRef{kind, obj.GetName()}
+	p.seen[ref] = true
+	conds := p.r.conditions(ref, res, p.round)
+	w := wantedStatus{resourceVersion: obj.GetResourceVersion(), generation: obj.GetGeneration(),
+		observed: p.round.writeErr == nil, extra: extra}
+	for i, c := range conds {
+		w.conds[i] = condKey{c.Status, c.Reason, c.Message}
+	}
+	p.count[[2]string{kind, strings.ToLower(string(conds[3].Status))}]++
+	if v, ok := p.r.verified[ref]; ok && v == w {
+		return nil
+	}
+	p.ref, p.res, p.conds, p.want = ref, res, conds, w
+	return obj.DeepCopyObject().(client.Object)
 }
 
 // update sets o's common conditions (its kind's own fields are set by the
 // caller) and patches its status when it changed from orig's: before and
 // after are the two statuses.
-func (p *statusPass) update(o, orig client.Object, kind string, common *v1alpha1.CommonStatus, res Result, before, after any) {
-	ref := objectRef{kind, o.GetName()}
-	ready := p.r.setCommon(o, ref, common, res, p.round)
-	p.count[[2]string{kind, ready}]++
-	p.seen[ref] = true
-	p.errs = append(p.errs, p.r.patchStatus(p.ctx, o, orig, before, after))
+func (p *statusPass) update(o, orig client.Object, common *v1alpha1.CommonStatus, before, after any) {
+	p.r.setCommon(o, p.ref, common, p.conds, p.round)
+	handed, err := p.r.patchStatus(p.ctx, o, orig, before, after)
+	p.errs = append(p.errs, err)
+	if handed || err != nil {
+		// Not verified until the cache shows the written status.
+		delete(p.r.verified, p.ref)
+		return
+	}
+	p.r.verified[p.ref] = p.want
+}
+
+// wantedStatus is what a status pass decided for an object, and the
+// resourceVersion whose status was found equal to it with nothing left to
+// write: the same decision for the same resourceVersion needs no second
+// look. Any write to the object (ours included) changes its
+// resourceVersion, so a status edited by hand, or a patch the writer gave
+// up on, is looked at again.
+type wantedStatus struct {
+	resourceVersion string
+	generation      int64
+	observed        bool
+	conds           [4]condKey
+	extra           any
+}
+
+// aliasFields is a ModelAlias's own status fields in comparable form.
+func aliasFields(res AliasResult) string {
+	var b strings.Builder
+	for _, f := range []string{res.Alias, res.Primary, res.Fallback} {
+		b.WriteString(f)
+		b.WriteByte(0)
+	}
+	for _, rt := range res.Routes {
+		for _, f := range []string{rt.Provider, rt.Model, rt.BaseURL} {
+			b.WriteString(f)
+			b.WriteByte(0)
+		}
+	}
+	return b.String()
+}
+
+type condKey struct {
+	status         metav1.ConditionStatus
+	reason, detail string
 }
 
 // patchStatus hands the status to the background writer (statuswriter.go)
 // when there is one, as under a manager, so the reconcile never waits for
 // status writes; without one (a bare Reconciler in tests) it patches here.
-func (r *Reconciler) patchStatus(ctx context.Context, obj, orig client.Object, before, after any) error {
+// handed says a write is under way (or was made).
+func (r *Reconciler) patchStatus(ctx context.Context, obj, orig client.Object, before, after any) (handed bool, err error) {
 	unchanged := equality.Semantic.DeepEqual(before, after)
 	if r.statuses != nil {
-		r.statuses.enqueue(obj, orig, unchanged)
-		return nil
+		return r.statuses.enqueue(obj, orig, unchanged), nil
 	}
 	if unchanged {
-		return nil
+		return false, nil
 	}
-	err := r.Client.Status().Patch(ctx, obj, client.MergeFrom(orig), client.FieldOwner(FieldOwner))
+	err = r.Client.Status().Patch(ctx, obj, client.MergeFrom(orig), client.FieldOwner(FieldOwner))
 	if apierrors.IsNotFound(err) {
-		return nil // deleted meanwhile; its delete event brings another round
+		return true, nil // deleted meanwhile; its delete event brings another round
 	}
 	if err != nil {
-		return fmt.Errorf("patching status of %T %s: %w", obj, obj.GetName(), err)
+		return true, fmt.Errorf("patching status of %T %s: %w", obj, obj.GetName(), err)
 	}
-	return nil
+	return true, nil
 }
 
-// setCommon writes the four conditions into s, records an Event for each
-// transition, and returns the Ready status for the metrics.
+// setCommon writes the four conditions into s and records an Event for
+// each transition.
 // observedGeneration moves only when the round succeeded (the snapshot that
 // carries this generation is written); the conditions describe the current
 // generation either way, each saying so in its own observedGeneration.
-func (r *Reconciler) setCommon(obj runtime.Object, ref objectRef, s *v1alpha1.CommonStatus, res Result, round statusRound) string {
+func (r *Reconciler) setCommon(obj runtime.Object, ref objectRef, s *v1alpha1.CommonStatus, conds []metav1.Condition, round statusRound) {
 	generation := obj.(metav1.Object).GetGeneration()
-	conds := r.conditions(ref, res, round)
 	before := r.lastConditions(ref, s.Conditions)
 	for _, c := range conds {
 		c.ObservedGeneration = generation
@@ -128,7 +211,6 @@ func (r *Reconciler) setCommon(obj runtime.Object, ref objectRef, s *v1alpha1.Co
 			r.Recorder.Eventf(obj, nil, e.Type, e.Reason, eventAction, "%s", e.Note)
 		}
 	}
-	return strings.ToLower(string(conds[3].Status))
 }
 
 // conditions are the object's four conditions, in conditionOrder.
@@ -179,6 +261,11 @@ func (r *Reconciler) forgetConditions(seen map[objectRef]bool) {
 	for ref := range r.decided {
 		if !seen[ref] {
 			delete(r.decided, ref)
+		}
+	}
+	for ref := range r.verified {
+		if !seen[ref] {
+			delete(r.verified, ref)
 		}
 	}
 }

@@ -86,21 +86,23 @@ func keyOf(obj client.Object) statusKey {
 	return statusKey{kind: fmt.Sprintf("%T", obj), name: obj.GetName()}
 }
 
-// enqueue hands over obj's wanted status (orig: as read). It never blocks.
-// unchanged says the status equals what the reconcile read: nothing to do,
-// unless an earlier status for the object is still waiting or being written
-// (then this one must win, even though the cache has not seen the other).
-func (w *statusWriter) enqueue(obj, orig client.Object, unchanged bool) {
+// enqueue hands over obj's wanted status (orig: as read) and says whether
+// a write follows. It never blocks. unchanged says the status equals what
+// the reconcile read: nothing to do, unless an earlier status for the
+// object is still waiting or being written (then this one must win, even
+// though the cache has not seen the other).
+func (w *statusWriter) enqueue(obj, orig client.Object, unchanged bool) bool {
 	k := keyOf(obj)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	_, waiting := w.pending[k]
 	if unchanged && !waiting && !w.busy[k] && w.answer[k] == nil {
-		return
+		return false
 	}
 	w.pending[k] = statusWant{obj: slim(obj), orig: slim(orig)}
 	statusBacklog.Set(float64(w.backlogLocked()))
 	w.queue.Add(k)
+	return true
 }
 
 func (w *statusWriter) backlogLocked() int {
