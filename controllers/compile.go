@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/llmgw/llmgw/api/keyformat"
 	"github.com/llmgw/llmgw/api/snapshot"
@@ -35,6 +36,10 @@ type Inputs struct {
 	Secrets map[string][]string
 	// Limits are the gateway's hard limits; zero fields take snapshot defaults.
 	Limits snapshot.Limits
+	// Memo, when set, remembers across compilations what each GatewayKey
+	// compiles to on its own (compilememo.go); the result is the same
+	// with or without it.
+	Memo *CompileMemo `json:"-"`
 }
 
 // Condition is one status condition as Compile decides it.
@@ -60,6 +65,18 @@ type Result struct {
 	// InSnapshot): a gateway running a snapshot whose entry has the same
 	// digest serves the object as it is now.
 	Digest string `json:"-"`
+	// uid and generation identify the object this result is about.
+	uid        types.UID
+	generation int64
+}
+
+func (r *Result) compiledFrom(m *metav1.ObjectMeta) { r.uid, r.generation = m.UID, m.Generation }
+
+// describes says whether r was compiled from obj as it is (a result may be
+// older than the object a later list returns, until that object's event
+// brings the next compilation).
+func (r *Result) describes(obj metav1.Object) bool {
+	return r.uid == obj.GetUID() && r.generation == obj.GetGeneration()
 }
 
 // ProviderResult is a ProviderEndpoint's computed status.
@@ -92,6 +109,10 @@ type Statuses struct {
 	// NextExpiry is the earliest expiresAt after Now: statuses change then
 	// even though no object does, so the reconciler must run again.
 	NextExpiry *time.Time `json:"nextExpiry,omitempty"`
+	// Invalid is why the compiled snapshot does not encode: every object
+	// is validated on its own, so this is a bug, and the reconciler then
+	// keeps the published snapshot.
+	Invalid error `json:"-"`
 }
 
 // Compile turns the namespace's CRs into the gateway snapshot and one status
@@ -120,6 +141,7 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 		pe := &providers[i]
 		p, res := compileProvider(in, pe)
 		currency.claim(pe, &p, &res)
+		res.compiledFrom(&pe.ObjectMeta)
 		st.Providers[pe.Name] = res
 		if res.InSnapshot {
 			served[pe.Name] = p
@@ -135,6 +157,7 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 	for i := range aliases {
 		ma := &aliases[i]
 		a, res := compileAlias(ma, st.Providers, served, owner)
+		res.compiledFrom(&ma.ObjectMeta)
 		st.Aliases[ma.Name] = res
 		if res.InSnapshot {
 			aliasServed[a.Name] = true
@@ -147,19 +170,26 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 	slices.SortFunc(groups, func(a, b v1alpha1.BudgetGroup) int { return olderFirst(&a.ObjectMeta, &b.ObjectMeta) })
 	for i := range groups {
 		g, res := compileGroup(&groups[i], &currency)
+		res.compiledFrom(&groups[i].ObjectMeta)
 		st.Groups[g.Name] = res
 		if res.InSnapshot {
 			snap.Groups = append(snap.Groups, g)
 		}
 	}
 
-	keys := slices.Clone(in.Keys)
-	slices.SortFunc(keys, func(a, b v1alpha1.GatewayKey) int { return olderFirst(&a.ObjectMeta, &b.ObjectMeta) })
-	prefixOwner, hashOwner := map[string]string{}, map[string]string{}
-	for i := range keys {
-		gk := &keys[i]
-		k, res := compileKey(in.Now, gk, aliasServed, prefixOwner, hashOwner, &currency)
+	// Pointers, not copies: a GatewayKey is a large struct, and copying
+	// 50,000 of them was a noticeable part of a compilation.
+	keys := make([]*v1alpha1.GatewayKey, len(in.Keys))
+	for i := range in.Keys {
+		keys[i] = &in.Keys[i]
+	}
+	slices.SortFunc(keys, func(a, b *v1alpha1.GatewayKey) int { return olderFirst(&a.ObjectMeta, &b.ObjectMeta) })
+	prefixOwner, hashOwner := make(map[string]string, len(keys)), make(map[string]string, len(keys))
+	snap.Keys = make([]snapshot.Key, 0, len(keys))
+	for _, gk := range keys {
+		k, res := compileKey(in.Now, gk, in.Memo.key(gk), aliasServed, prefixOwner, hashOwner, &currency)
 		groupResult(&k, &res, st.Groups)
+		res.compiledFrom(&gk.ObjectMeta)
 		st.Keys[gk.Name] = res
 		if res.InSnapshot {
 			snap.Keys = append(snap.Keys, k)
@@ -170,17 +200,20 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 		}
 	}
 
-	// Encode normalizes and sets the version; every object was validated on
-	// its own above, so an error here is a bug, and the reconciler (which
-	// encodes again) refuses to publish such a snapshot.
-	_, _ = snapshot.Encode(&snap)
-	setDigests(&snap, &st, aliasObject)
+	in.Memo.retain(in.Keys)
+	// Encoding normalizes and sets the version; every object was validated
+	// on its own above (each key by ValidateKey), so an error here is a bug,
+	// and the reconciler refuses to publish such a snapshot.
+	if _, err := snapshot.EncodeCheckedKeys(&snap); err != nil {
+		st.Invalid = err
+	}
+	setDigests(&snap, &st, aliasObject, in.Memo)
 	return snap, st
 }
 
 // setDigests records each served object's entry digest, from the normalized
 // snapshot (defaults filled), so that equal entries have equal digests.
-func setDigests(snap *snapshot.Snapshot, st *Statuses, aliasObject map[string]string) {
+func setDigests(snap *snapshot.Snapshot, st *Statuses, aliasObject map[string]string, memo *CompileMemo) {
 	for i := range snap.Providers {
 		p := &snap.Providers[i]
 		res := st.Providers[p.Name]
@@ -197,7 +230,7 @@ func setDigests(snap *snapshot.Snapshot, st *Statuses, aliasObject map[string]st
 	for i := range snap.Keys {
 		k := &snap.Keys[i]
 		res := st.Keys[k.ID]
-		res.Digest = digest(k)
+		res.Digest = memo.digest(k)
 		st.Keys[k.ID] = res
 	}
 	for i := range snap.Groups {
@@ -439,34 +472,16 @@ func notReadyReason(r Result) string {
 	return r.ResolvedRefs.Reason
 }
 
-func compileKey(now time.Time, gk *v1alpha1.GatewayKey, aliases map[string]bool, prefixOwner, hashOwner map[string]string, currency *currencyOwner) (snapshot.Key, KeyResult) {
+func compileKey(now time.Time, gk *v1alpha1.GatewayKey, m *keyMemo, aliases map[string]bool, prefixOwner, hashOwner map[string]string, currency *currencyOwner) (snapshot.Key, KeyResult) {
 	s := gk.Spec
-	k := snapshot.Key{
-		ID:       gk.Name,
-		Prefix:   s.KeyPrefix,
-		Hash:     s.KeyHash,
-		Disabled: s.Disabled,
-		Models:   slices.Clone(s.Models),
-	}
-	keyQuotas(&s, &k)
-	if s.RateLimit != nil {
-		k.RateLimit = snapshot.RateLimit{RPM: int(s.RateLimit.RequestsPerMinute), Burst: int(s.RateLimit.Burst)}
-	}
-	if s.ExpiresAt != nil {
-		t := s.ExpiresAt.UTC()
-		k.ExpiresAt = &t
-	}
-	var res KeyResult
-	if keyformat.ValidHash(s.KeyHash) {
-		res.Fingerprint = keyformat.Fingerprint(s.KeyHash)
-	}
+	k := m.key
+	res := KeyResult{Fingerprint: m.fingerprint}
 
 	// Accepted: the key on its own, then its claim on prefix and hash (only
 	// valid keys claim, the older first).
 	res.Accepted = isTrue(v1alpha1.ReasonAccepted, "the key is valid")
-	k.Normalize()
-	if err := snapshot.ValidateKey(&k); err != nil {
-		res.Accepted = isFalse(v1alpha1.ReasonInvalidSpec, "%s", oneLine(err))
+	if m.invalid != "" {
+		res.Accepted = isFalse(v1alpha1.ReasonInvalidSpec, "%s", m.invalid)
 	} else if prev, taken := prefixOwner[k.Prefix]; taken {
 		res.Accepted = isFalse(v1alpha1.ReasonKeyConflict, "keyPrefix is already used by the older GatewayKey %q", prev)
 	} else if prev, taken := hashOwner[k.Hash]; taken {
@@ -475,7 +490,9 @@ func compileKey(now time.Time, gk *v1alpha1.GatewayKey, aliases map[string]bool,
 		res.Accepted = isFalse(v1alpha1.ReasonInvalidSpec, "%s", why)
 	} else {
 		prefixOwner[k.Prefix], hashOwner[k.Hash] = gk.Name, gk.Name
-		currency.claimBudget(fmt.Sprintf("GatewayKey %q", gk.Name), k.Budget)
+		if k.Budget != nil {
+			currency.claimBudget(fmt.Sprintf("GatewayKey %q", gk.Name), k.Budget)
+		}
 	}
 
 	// ResolvedRefs: models naming aliases that are not served are left out of
@@ -484,13 +501,15 @@ func compileKey(now time.Time, gk *v1alpha1.GatewayKey, aliases map[string]bool,
 	// alias does. The key itself always stays: a key whose aliases are all
 	// broken still authenticates, so its callers get 403 model_not_allowed
 	// (the model is the problem), never 401 invalid_api_key.
-	var servedModels, dropped []string
+	var dropped []string
 	for _, m := range k.Models {
-		if m == snapshot.AllModels || aliases[m] {
-			servedModels = append(servedModels, m)
-		} else {
+		if m != snapshot.AllModels && !aliases[m] {
 			dropped = append(dropped, m)
 		}
+	}
+	servedModels := k.Models // shared with the memo: never written
+	if len(dropped) > 0 {
+		servedModels = slices.DeleteFunc(slices.Clone(k.Models), func(m string) bool { return slices.Contains(dropped, m) })
 	}
 	switch {
 	case len(dropped) == 0:

@@ -117,6 +117,14 @@ type Reconciler struct {
 	// verified is, per object, the status last found in place with
 	// nothing left to write (status.go); touched by Reconcile only.
 	verified map[objectRef]wantedStatus
+	// memo carries each GatewayKey's own compilation from one reconcile
+	// to the next (compilememo.go); touched by Reconcile only.
+	memo *CompileMemo
+	// inputsChanged: an event since the last round may change what
+	// Compile sees (guarded by mu). compiled is the last published
+	// compilation (Reconcile only).
+	inputsChanged bool
+	compiled      *compilation
 }
 
 // Writes is how many times this reconciler wrote the ConfigMap.
@@ -137,9 +145,13 @@ func (r *Reconciler) request() reconcile.Request {
 	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: r.ConfigMapName}}
 }
 
-// touch records an event and schedules the namespace's one request.
-func (r *Reconciler) touch(q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+// touch records an event and schedules the namespace's one request. input
+// says the event may change what Compile sees (one of the four kinds, a
+// Secret, the snapshot ConfigMap); the gateways' Pods and reports only
+// change Programmed.
+func (r *Reconciler) touch(q workqueue.TypedRateLimitingInterface[reconcile.Request], input bool) {
 	r.mu.Lock()
+	r.inputsChanged = r.inputsChanged || input
 	now := r.now()
 	if r.firstEvent.IsZero() {
 		r.firstEvent = now
@@ -167,19 +179,20 @@ func (r *Reconciler) settle() time.Duration {
 	return 0
 }
 
-func (r *Reconciler) enqueueAll() handler.EventHandler {
+// enqueueAll maps every event to the one request; input: see touch.
+func (r *Reconciler) enqueueAll(input bool) handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.touch(q)
+			r.touch(q, input)
 		},
 		UpdateFunc: func(_ context.Context, _ event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.touch(q)
+			r.touch(q, input)
 		},
 		DeleteFunc: func(_ context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.touch(q)
+			r.touch(q, input)
 		},
 		GenericFunc: func(_ context.Context, _ event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.touch(q)
+			r.touch(q, input)
 		},
 	}
 }
@@ -199,17 +212,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("snapshot").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
-		Watches(&v1alpha1.ProviderEndpoint{}, r.enqueueAll(), spec).
-		Watches(&v1alpha1.ModelAlias{}, r.enqueueAll(), spec).
-		Watches(&v1alpha1.GatewayKey{}, r.enqueueAll(), spec).
-		Watches(&v1alpha1.BudgetGroup{}, r.enqueueAll(), spec).
-		Watches(&corev1.Secret{}, r.enqueueAll(), secretKeysChanged).
-		Watches(&corev1.ConfigMap{}, r.enqueueAll(), builder.OnlyMetadata, r.snapshotEvents())
+		Watches(&v1alpha1.ProviderEndpoint{}, r.enqueueAll(true), spec).
+		Watches(&v1alpha1.ModelAlias{}, r.enqueueAll(true), spec).
+		Watches(&v1alpha1.GatewayKey{}, r.enqueueAll(true), spec).
+		Watches(&v1alpha1.BudgetGroup{}, r.enqueueAll(true), spec).
+		Watches(&corev1.Secret{}, r.enqueueAll(true), secretKeysChanged).
+		Watches(&corev1.ConfigMap{}, r.enqueueAll(true), builder.OnlyMetadata, r.snapshotEvents())
 	if g := r.Gateways; g != nil {
 		// What the gateways run decides Programmed: their reports, and
 		// which of their Pods exist and are ready.
-		b = b.Watches(&corev1.Pod{}, r.enqueueAll(), builder.WithPredicates(predicate.Funcs{UpdateFunc: podChanged})).
-			WatchesRawSource(source.Kind(g.cache, client.Object(&corev1.ConfigMap{}), r.enqueueAll()))
+		b = b.Watches(&corev1.Pod{}, r.enqueueAll(false), builder.WithPredicates(predicate.Funcs{UpdateFunc: podChanged})).
+			WatchesRawSource(source.Kind(g.cache, client.Object(&corev1.ConfigMap{}), r.enqueueAll(false)))
 	}
 	return b.Complete(r)
 }
@@ -232,14 +245,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	log := r.Log.WithValues("namespace", r.Namespace)
+	if c := r.reusable(); c != nil {
+		// Only what the gateways run changed (a report, a Pod): the last
+		// compilation stands, and only Programmed can move. At 50,000
+		// keys a compile per report doubled the work of every change.
+		return r.statusesOnly(ctx, c)
+	}
 	in, err := r.inputs(ctx)
 	if err != nil {
+		r.forceCompile()
 		return reconcile.Result{}, err
 	}
 	snap, st := Compile(in)
 	compiles.Inc()
 	var writeErr error
-	if _, err := snapshot.Encode(&snap); err != nil {
+	if err := st.Invalid; err != nil {
 		// Compile validates each object on its own, so this is a bug; the
 		// gateways keep serving the previous snapshot.
 		log.Error(err, "compiled snapshot is invalid; keeping the published one")
@@ -258,22 +278,82 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 			return reconcile.Result{}, err
 		}
 	}
+	if writeErr == nil {
+		r.compiled = &compilation{st: st}
+	} else {
+		r.forceCompile()
+	}
 	if err := r.updateStatuses(ctx, in, st, round); err != nil {
 		return reconcile.Result{}, errors.Join(writeErr, err)
 	}
 	if writeErr != nil {
 		return reconcile.Result{}, writeErr // retried with the work queue's backoff
 	}
+	return r.expiryRequeue(st), nil
+}
+
+// expiryRequeue comes back when a key expires: that changes its status
+// though no object changed.
+func (r *Reconciler) expiryRequeue(st Statuses) reconcile.Result {
 	var res reconcile.Result
 	if st.NextExpiry != nil {
-		// A key expiring changes its status though no object changed.
 		res.RequeueAfter = st.NextExpiry.Sub(r.now()) + time.Second
 	}
-	return res, nil
+	return res
+}
+
+// compilation is what the last published compile decided.
+type compilation struct {
+	st Statuses
+}
+
+// reusable returns the last compilation when nothing Compile looks at has
+// changed since (no input event, no key expired since), and clears the
+// change flag for this round; nil means compile.
+func (r *Reconciler) reusable() *compilation {
+	r.mu.Lock()
+	changed := r.inputsChanged
+	r.inputsChanged = false
+	r.mu.Unlock()
+	c := r.compiled
+	if changed || c == nil || (c.st.NextExpiry != nil && !r.now().Before(*c.st.NextExpiry)) {
+		return nil
+	}
+	return c
+}
+
+// forceCompile makes the next round compile (its inputs could not be read,
+// or its publish failed and must be retried).
+func (r *Reconciler) forceCompile() {
+	r.compiled = nil
+}
+
+// statusesOnly is a round for a change in the gateways alone: statuses from
+// the last compilation, with the fleet as it is now, set on the objects as
+// they are now (their statuses may have been written since; an object
+// newer than the compilation is left to the one its event brings).
+func (r *Reconciler) statusesOnly(ctx context.Context, c *compilation) (reconcile.Result, error) {
+	in, err := r.inputs(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var round statusRound
+	if r.Gateways != nil {
+		if round.fleet, err = r.Gateways.fleet(ctx); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if err := r.updateStatuses(ctx, in, c.st, round); err != nil {
+		return reconcile.Result{}, err
+	}
+	return r.expiryRequeue(c.st), nil
 }
 
 func (r *Reconciler) inputs(ctx context.Context) (Inputs, error) {
-	in := Inputs{Namespace: r.Namespace, Now: r.now(), Limits: r.Limits, Secrets: map[string][]string{}}
+	if r.memo == nil {
+		r.memo = NewCompileMemo()
+	}
+	in := Inputs{Namespace: r.Namespace, Now: r.now(), Limits: r.Limits, Secrets: map[string][]string{}, Memo: r.memo}
 	// No deep copy of 50,000 objects per reconcile: Compile and the status
 	// pass only read them (the status pass copies what it changes).
 	ns := []client.ListOption{client.InNamespace(r.Namespace), client.UnsafeDisableDeepCopy}

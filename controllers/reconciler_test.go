@@ -25,7 +25,7 @@ func TestSettle(t *testing.T) {
 	if w := r.settle(); w != 0 {
 		t.Fatalf("no pending events: want 0, got %v", w)
 	}
-	r.touch(q)
+	r.touch(q, true)
 	now = now.Add(50 * time.Millisecond)
 	if w := r.settle(); w != 150*time.Millisecond {
 		t.Fatalf("50ms after the only event: want 150ms, got %v", w)
@@ -33,7 +33,7 @@ func TestSettle(t *testing.T) {
 	// A steady stream of events every 100ms never goes quiet: DebounceMax cuts in.
 	for range 9 {
 		now = now.Add(100 * time.Millisecond)
-		r.touch(q)
+		r.touch(q, true)
 	}
 	now = now.Add(50 * time.Millisecond) // 1s after the first event
 	if w := r.settle(); w != 0 {
@@ -83,5 +83,42 @@ func TestMainFlags(t *testing.T) {
 	}
 	if err := Main(context.Background(), []string{"extra"}); err == nil {
 		t.Fatal("positional arguments must be refused")
+	}
+}
+
+// TestReusable: a round compiles again after an input event, after the
+// next key expiry, and when nothing was compiled yet; a round after only a
+// gateway event (a report, a Pod) reuses the last compilation.
+func TestReusable(t *testing.T) {
+	now := time.Unix(1000, 0)
+	expiry := now.Add(time.Minute)
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	cases := []struct {
+		name     string
+		compiled *compilation
+		input    bool
+		later    time.Duration
+		reuse    bool
+	}{
+		{"nothing compiled yet", nil, false, 0, false},
+		{"a gateway report", &compilation{}, false, 0, true},
+		{"a GatewayKey changed", &compilation{}, true, 0, false},
+		{"a report before the next expiry", &compilation{st: Statuses{NextExpiry: &expiry}}, false, 59 * time.Second, true},
+		{"a report after the next expiry", &compilation{st: Statuses{NextExpiry: &expiry}}, false, time.Minute, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			at := now
+			r := &Reconciler{Now: func() time.Time { return at }, compiled: c.compiled}
+			r.touch(q, c.input)
+			at = at.Add(c.later)
+			if got := r.reusable() != nil; got != c.reuse {
+				t.Fatalf("reuse %v, want %v", got, c.reuse)
+			}
+			if c.input && r.reusable() == nil {
+				t.Fatal("the input event was consumed by its round; the next may reuse")
+			}
+		})
 	}
 }

@@ -2,11 +2,13 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
@@ -25,7 +27,7 @@ func scaleInputs(keys, aliases int) Inputs {
 	in := Inputs{Namespace: "llmgw-system", Now: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC), Secrets: map[string][]string{}}
 	created := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	meta := func(name string, i int) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Namespace: in.Namespace, Generation: 1,
+		return metav1.ObjectMeta{Name: name, Namespace: in.Namespace, Generation: 1, UID: types.UID("uid-" + name),
 			CreationTimestamp: metav1.NewTime(created.Add(time.Duration(i) * time.Second))}
 	}
 	for i, p := range s.Providers {
@@ -65,6 +67,22 @@ func BenchmarkScaleReconcileCPU(b *testing.B) {
 			snap, _ := Compile(in)
 			if len(snap.Keys) != len(in.Keys) {
 				b.Fatalf("%d of %d keys compiled", len(snap.Keys), len(in.Keys))
+			}
+		})
+	})
+	b.Run("compile-memo-one-key-changed", func(b *testing.B) {
+		in := in
+		in.Keys = slices.Clone(in.Keys)
+		in.Memo = NewCompileMemo()
+		Compile(in)
+		i := 0
+		testutil.CPUPerOp(b, func() {
+			i++
+			k := &in.Keys[i%len(in.Keys)]
+			k.Spec.Disabled = !k.Spec.Disabled
+			k.Generation++
+			if snap, st := Compile(in); len(snap.Keys) != len(in.Keys) || st.Invalid != nil {
+				b.Fatalf("%d of %d keys compiled (%v)", len(snap.Keys), len(in.Keys), st.Invalid)
 			}
 		})
 	})

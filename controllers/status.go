@@ -103,6 +103,11 @@ type statusPass struct {
 func (p *statusPass) wants(obj client.Object, kind string, res Result, extra any) client.Object {
 	ref := objectRef{kind, obj.GetName()}
 	p.seen[ref] = true
+	if !res.describes(obj) {
+		// Listed after the compilation it would need (statusesOnly): its
+		// own event brings that compilation, and its status with it.
+		return nil
+	}
 	conds := p.r.conditions(ref, res, p.round)
 	w := wantedStatus{resourceVersion: obj.GetResourceVersion(), generation: obj.GetGeneration(),
 		observed: p.round.writeErr == nil, extra: extra}

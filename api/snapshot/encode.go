@@ -21,6 +21,12 @@ func Encode(s *Snapshot) ([]byte, error) {
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid snapshot: %w", err)
 	}
+	return seal(s)
+}
+
+// seal sets the version of a normalized, valid s and returns its canonical
+// encoding.
+func seal(s *Snapshot) ([]byte, error) {
 	s.Version = ""
 	blank, err := canonical(s)
 	if err != nil {

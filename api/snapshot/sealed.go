@@ -49,15 +49,36 @@ func SealAssembled(s *Snapshot, version string) error {
 	// that small part, never the shared one.
 	s.Keys = nil
 	*s = *s.Clone()
-	s.Normalize()
-	// Assemble merges shards sorted by id; a hand-made shard may not be.
-	if !slices.IsSortedFunc(keys, func(a, b Key) int { return cmp.Compare(a.ID, b.ID) }) {
-		slices.SortStableFunc(keys, func(a, b Key) int { return cmp.Compare(a.ID, b.ID) })
-	}
-	s.Keys = nonNil(keys)
+	s.Keys = keys
+	s.normalizeCheckedKeys()
 	if err := s.validate(true); err != nil {
 		return fmt.Errorf("invalid snapshot: %w", err)
 	}
 	s.Version = version
 	return nil
+}
+
+// EncodeCheckedKeys is Encode for a snapshot whose keys were each
+// normalized and passed ValidateKey already — the controller remembers that
+// per GatewayKey generation, so a one-key change does not check 50,000
+// keys again. Everything else is normalized and validated as Encode does,
+// and every check across keys is made.
+func EncodeCheckedKeys(s *Snapshot) ([]byte, error) {
+	s.normalizeCheckedKeys()
+	if err := s.validate(true); err != nil {
+		return nil, fmt.Errorf("invalid snapshot: %w", err)
+	}
+	return seal(s)
+}
+
+// normalizeCheckedKeys is Normalize for keys that are normalized already:
+// they are only put in id order (a no-op when they are, as assembled).
+func (s *Snapshot) normalizeCheckedKeys() {
+	keys := s.Keys
+	s.Keys = nil
+	s.Normalize()
+	if !slices.IsSortedFunc(keys, func(a, b Key) int { return cmp.Compare(a.ID, b.ID) }) {
+		slices.SortStableFunc(keys, func(a, b Key) int { return cmp.Compare(a.ID, b.ID) })
+	}
+	s.Keys = nonNil(keys)
 }

@@ -1,7 +1,9 @@
 package snapshot
 
 import (
+	"bytes"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -122,4 +124,33 @@ func TestCheckKeyPartRefuses(t *testing.T) {
 			mustContainAll(t, CheckKeyPart([]Key{c.key}), c.want...)
 		})
 	}
+}
+
+// TestEncodeCheckedKeysEqualsEncode: for keys already normalized and
+// checked one by one (in any order), the same bytes and version as Encode;
+// what spans keys is still refused.
+func TestEncodeCheckedKeysEqualsEncode(t *testing.T) {
+	s := manyKeys(2000)
+	enc := s.Clone()
+	want := sealed(t, enc)
+	got := s.Clone()
+	got.Version = ""
+	slices.Reverse(got.Keys)
+	for i := range got.Keys {
+		if err := ValidateKey(&got.Keys[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := EncodeCheckedKeys(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, want) || got.Version != enc.Version {
+		t.Fatalf("EncodeCheckedKeys differs from Encode: version %s, want %s", got.Version, enc.Version)
+	}
+
+	dup := s.Clone()
+	dup.Keys[1].Prefix = dup.Keys[0].Prefix
+	_, err = EncodeCheckedKeys(dup)
+	mustContainAll(t, err, "duplicate key prefix")
 }

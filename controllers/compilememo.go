@@ -1,0 +1,117 @@
+package controllers
+
+import (
+	"github.com/llmgw/llmgw/api/keyformat"
+	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/api/v1alpha1"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// CompileMemo remembers what each GatewayKey compiles to on its own — its
+// snapshot entry normalized, ValidateKey's verdict, its fingerprint and
+// entry digest — for as long as the object keeps its UID and generation
+// (spec changes bump the generation). At 50,000 keys, validating every key
+// (hash, plaintext scan) and hashing every entry again for a one-key
+// change was most of a compilation. What depends on other objects (claims
+// on prefix and hash, served aliases, currency, expiry) is decided afresh
+// every time. The zero value is ready; nil remembers nothing.
+//
+// Not safe for concurrent use: the reconciler compiles one at a time.
+type CompileMemo struct {
+	keys map[string]*keyMemo // by object name
+}
+
+// NewCompileMemo returns an empty memo.
+func NewCompileMemo() *CompileMemo { return &CompileMemo{} }
+
+type keyMemo struct {
+	uid        types.UID
+	generation int64
+	// key is the normalized entry with every model of the spec; shared
+	// with compiled snapshots, so never written after it is made.
+	key         snapshot.Key
+	invalid     string // ValidateKey's message on one line; "" when valid
+	fingerprint string
+	// digest is the entry's digest with every model served; "" until
+	// first needed.
+	digest string
+}
+
+// key returns gk's memo entry, made now if gk is new or changed. Objects
+// without a UID or generation (built in tests) are compiled afresh.
+func (m *CompileMemo) key(gk *v1alpha1.GatewayKey) *keyMemo {
+	cacheable := m != nil && gk.UID != "" && gk.Generation != 0
+	if cacheable {
+		if e, ok := m.keys[gk.Name]; ok && e.uid == gk.UID && e.generation == gk.Generation {
+			return e
+		}
+	}
+	e := newKeyMemo(gk)
+	switch {
+	case cacheable:
+		if m.keys == nil {
+			m.keys = map[string]*keyMemo{}
+		}
+		m.keys[gk.Name] = e
+	case m != nil:
+		delete(m.keys, gk.Name) // every entry describes the object compiled now
+	}
+	return e
+}
+
+func newKeyMemo(gk *v1alpha1.GatewayKey) *keyMemo {
+	s := gk.Spec
+	e := &keyMemo{uid: gk.UID, generation: gk.Generation}
+	k := snapshot.Key{ID: gk.Name, Prefix: s.KeyPrefix, Hash: s.KeyHash, Disabled: s.Disabled, Models: append([]string(nil), s.Models...)}
+	keyQuotas(&s, &k)
+	if s.RateLimit != nil {
+		k.RateLimit = snapshot.RateLimit{RPM: int(s.RateLimit.RequestsPerMinute), Burst: int(s.RateLimit.Burst)}
+	}
+	if s.ExpiresAt != nil {
+		t := s.ExpiresAt.UTC()
+		k.ExpiresAt = &t
+	}
+	if keyformat.ValidHash(s.KeyHash) {
+		e.fingerprint = keyformat.Fingerprint(s.KeyHash)
+	}
+	k.Normalize()
+	if err := snapshot.ValidateKey(&k); err != nil {
+		e.invalid = oneLine(err)
+	}
+	e.key = k
+	return e
+}
+
+// digest is the digest of k, a compiled entry: remembered when k is the
+// memo's entry with every model served, computed otherwise.
+func (m *CompileMemo) digest(k *snapshot.Key) string {
+	if m == nil {
+		return digest(k)
+	}
+	e, ok := m.keys[k.ID]
+	if !ok || len(k.Models) != len(e.key.Models) {
+		return digest(k)
+	}
+	if e.digest == "" {
+		e.digest = digest(&e.key)
+	}
+	return e.digest
+}
+
+// retain forgets keys that are gone. Every key compiled has an entry (or
+// none), so only more entries than keys means some are stale.
+func (m *CompileMemo) retain(keys []v1alpha1.GatewayKey) {
+	if m == nil || len(m.keys) <= len(keys) {
+		return
+	}
+	present := make(map[string]bool, len(keys))
+	for i := range keys {
+		present[keys[i].Name] = true
+	}
+	for name := range m.keys {
+		if !present[name] {
+			delete(m.keys, name)
+		}
+	}
+}
