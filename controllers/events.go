@@ -2,9 +2,14 @@ package controllers
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/llmgw/llmgw/api/v1alpha1"
 )
@@ -92,4 +97,52 @@ func transitions(old condSet, conds []metav1.Condition) []transition {
 
 func refusedKey(reason string) bool {
 	return reason == v1alpha1.ReasonDisabled || reason == v1alpha1.ReasonExpired
+}
+
+// maxNormalEventsPerRound caps the Normal Events one status round records.
+// Creating 50,000 keys at once turned into one "Programmed" Event per key:
+// tens of thousands of Events queued behind the client's rate limiter (a
+// goroutine each, 1.5 GB), competing with status writes for the API
+// server. Past the cap, a round's Normal Events are counted and summed up
+// in one Event on the snapshot ConfigMap; Warnings, which ask a user to
+// act, are always recorded.
+const maxNormalEventsPerRound = 100
+
+// eventBudget records a round's Events within maxNormalEventsPerRound.
+type eventBudget struct {
+	recorder   events.EventRecorder
+	normal     int               // Normal Events still allowed this round
+	suppressed map[[2]string]int // kind, reason → Normal Events not recorded
+}
+
+func (b *eventBudget) record(obj runtime.Object, kind string, e transition) {
+	if b.recorder == nil {
+		return
+	}
+	if e.Type == corev1.EventTypeNormal {
+		if b.normal <= 0 {
+			if b.suppressed == nil {
+				b.suppressed = map[[2]string]int{}
+			}
+			b.suppressed[[2]string{kind, e.Reason}]++
+			return
+		}
+		b.normal--
+	}
+	b.recorder.Eventf(obj, nil, e.Type, e.Reason, eventAction, "%s", e.Note)
+}
+
+// summarize records one Event on obj for what the round left out.
+func (b *eventBudget) summarize(obj runtime.Object) {
+	if b.recorder == nil || len(b.suppressed) == 0 || obj == nil {
+		return
+	}
+	var parts []string
+	keys := slices.SortedFunc(maps.Keys(b.suppressed), func(a, b [2]string) int { return strings.Compare(a[0]+" "+a[1], b[0]+" "+b[1]) })
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d %s %s", b.suppressed[k], k[0], k[1]))
+	}
+	b.recorder.Eventf(obj, nil, corev1.EventTypeNormal, "TransitionsSummarized", eventAction,
+		"%s", truncate(fmt.Sprintf("more than %d objects changed in one round; not recorded one by one: %s (their conditions say the same)",
+			maxNormalEventsPerRound, strings.Join(parts, ", ")), maxNote))
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/llmgw/llmgw/api/v1alpha1"
 )
@@ -68,5 +69,40 @@ func TestTransitions(t *testing.T) {
 	long := []metav1.Condition{{Type: v1alpha1.ConditionAccepted, Status: F, Reason: v1alpha1.ReasonInvalidSpec, Message: strings.Repeat("x", 5000)}}
 	if e := transitions(condSet{}, long); len(e) != 1 || len(e[0].Note) > maxNote {
 		t.Fatalf("a long message must be cut to the Event limit: %+v", e)
+	}
+}
+
+// TestEventBudget: past maxNormalEventsPerRound a round's Normal Events are
+// summed up in one Event; Warnings are all recorded.
+func TestEventBudget(t *testing.T) {
+	rec := events.NewFakeRecorder(1000)
+	b := eventBudget{recorder: rec, normal: maxNormalEventsPerRound}
+	key := &v1alpha1.GatewayKey{}
+	for range maxNormalEventsPerRound + 40 {
+		b.record(key, "GatewayKey", transition{Type: corev1.EventTypeNormal, Reason: v1alpha1.ReasonProgrammed, Note: "Programmed True"})
+	}
+	for range 3 {
+		b.record(key, "GatewayKey", transition{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonSnapshotRefused, Note: "Programmed False"})
+	}
+	b.record(&v1alpha1.ModelAlias{}, "ModelAlias", transition{Type: corev1.EventTypeNormal, Reason: v1alpha1.ReasonPending, Note: "Programmed False"})
+	b.summarize(&corev1.ConfigMap{})
+	close(rec.Events)
+	var normal, warning int
+	var summary string
+	for e := range rec.Events {
+		switch {
+		case strings.HasPrefix(e, "Normal TransitionsSummarized"):
+			summary = e
+		case strings.HasPrefix(e, "Normal"):
+			normal++
+		case strings.HasPrefix(e, "Warning"):
+			warning++
+		}
+	}
+	if normal != maxNormalEventsPerRound || warning != 3 {
+		t.Fatalf("%d Normal and %d Warning Events recorded, want %d and 3", normal, warning, maxNormalEventsPerRound)
+	}
+	if !strings.Contains(summary, "40 GatewayKey Programmed, 1 ModelAlias Pending") {
+		t.Fatalf("summary %q", summary)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -31,7 +32,8 @@ type statusRound struct {
 // The objects in `in` are the cache's own (listed without a deep copy): they
 // are read, never written; an object whose status must change is copied.
 func (r *Reconciler) updateStatuses(ctx context.Context, in Inputs, st Statuses, round statusRound) error {
-	p := &statusPass{r: r, ctx: ctx, round: round, count: map[[2]string]float64{}, seen: map[objectRef]bool{}}
+	p := &statusPass{r: r, ctx: ctx, round: round, count: map[[2]string]float64{}, seen: map[objectRef]bool{},
+		events: eventBudget{recorder: r.Recorder, normal: maxNormalEventsPerRound}}
 	if r.verified == nil {
 		r.verified = map[objectRef]wantedStatus{}
 	}
@@ -71,6 +73,9 @@ func (r *Reconciler) updateStatuses(ctx context.Context, in Inputs, st Statuses,
 			p.update(o, orig, &o.Status.CommonStatus, &orig.Status, &o.Status)
 		}
 	}
+	if p.events.suppressed != nil {
+		p.events.summarize(r.snapshotObject(ctx))
+	}
 	r.forgetConditions(p.seen)
 	objects.Reset()
 	for k, v := range p.count {
@@ -89,10 +94,11 @@ type statusPass struct {
 	seen  map[objectRef]bool
 	errs  []error
 	// The object wants decided on, for update.
-	ref   objectRef
-	res   Result
-	conds []metav1.Condition
-	want  wantedStatus
+	ref    objectRef
+	res    Result
+	conds  []metav1.Condition
+	want   wantedStatus
+	events eventBudget
 }
 
 // wants decides obj's conditions and returns a copy of obj to set its
@@ -126,7 +132,7 @@ func (p *statusPass) wants(obj client.Object, kind string, res Result, extra any
 // caller) and patches its status when it changed from orig's: before and
 // after are the two statuses.
 func (p *statusPass) update(o, orig client.Object, common *v1alpha1.CommonStatus, before, after any) {
-	p.r.setCommon(o, p.ref, common, p.conds, p.round)
+	p.r.setCommon(o, p.ref, common, p.conds, p.round, &p.events)
 	handed, err := p.r.patchStatus(p.ctx, o, orig, before, after)
 	p.errs = append(p.errs, err)
 	if handed || err != nil {
@@ -199,7 +205,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, obj, orig client.Object, b
 // observedGeneration moves only when the round succeeded (the snapshot that
 // carries this generation is written); the conditions describe the current
 // generation either way, each saying so in its own observedGeneration.
-func (r *Reconciler) setCommon(obj runtime.Object, ref objectRef, s *v1alpha1.CommonStatus, conds []metav1.Condition, round statusRound) {
+func (r *Reconciler) setCommon(obj runtime.Object, ref objectRef, s *v1alpha1.CommonStatus, conds []metav1.Condition, round statusRound, events *eventBudget) {
 	generation := obj.(metav1.Object).GetGeneration()
 	before := r.lastConditions(ref, s.Conditions)
 	for _, c := range conds {
@@ -211,10 +217,8 @@ func (r *Reconciler) setCommon(obj runtime.Object, ref objectRef, s *v1alpha1.Co
 		s.ObservedGeneration = generation
 	}
 	r.rememberConditions(ref, conds)
-	if r.Recorder != nil {
-		for _, e := range transitions(before, conds) {
-			r.Recorder.Eventf(obj, nil, e.Type, e.Reason, eventAction, "%s", e.Note)
-		}
+	for _, e := range transitions(before, conds) {
+		events.record(obj, ref.Kind, e)
 	}
 }
 
@@ -281,4 +285,17 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
+}
+
+// snapshotObject is the snapshot's head ConfigMap as read now (nil when it
+// cannot be read): where Events about the namespace as a whole go.
+func (r *Reconciler) snapshotObject(ctx context.Context) runtime.Object {
+	if r.APIReader == nil {
+		return nil
+	}
+	var cm corev1.ConfigMap
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.ConfigMapName}, &cm); err != nil {
+		return nil
+	}
+	return &cm
 }
