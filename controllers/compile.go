@@ -34,6 +34,11 @@ type Inputs struct {
 	// Secrets maps the name of each Secret in the namespace to its data keys.
 	// Values are never needed: the gateway reads credentials itself.
 	Secrets map[string][]string
+	// Services maps the name of each Service in the namespace to its port
+	// numbers (spec.ports[].port): a ProviderEndpoint's spec.service
+	// resolves only to a Service that exists and has that port. Nothing
+	// else of a Service is needed: the gateways call it by its DNS name.
+	Services map[string][]int32
 	// Limits are the gateway's hard limits; zero fields take snapshot defaults.
 	Limits snapshot.Limits
 	// Memo, when set, remembers across compilations what each GatewayKey
@@ -299,6 +304,18 @@ func compileProvider(in Inputs, pe *v1alpha1.ProviderEndpoint) (snapshot.Provide
 	if err := errors.Join(errs...); err != nil {
 		res.Accepted = isFalse(v1alpha1.ReasonInvalidSpec, "%v", err)
 	}
+	// Every reference is checked, not only the first that fails: a user who
+	// fixes the one reported must not then meet the next.
+	var unresolved []Condition
+	if ref := s.Service; ref != nil {
+		ports, found := in.Services[ref.Name]
+		switch {
+		case !found:
+			unresolved = append(unresolved, isFalse(v1alpha1.ReasonServiceNotFound, "Service %q not found in the namespace", ref.Name))
+		case !slices.Contains(ports, ref.Port):
+			unresolved = append(unresolved, isFalse(v1alpha1.ReasonServicePortNotFound, "Service %q has no port %d; it has %v", ref.Name, ref.Port, ports))
+		}
+	}
 	res.ResolvedRefs = isTrue(v1alpha1.ReasonResolvedRefs, "no credential to resolve")
 	if c := s.Credential; c != nil {
 		ref := c.SecretRef
@@ -306,12 +323,19 @@ func compileProvider(in Inputs, pe *v1alpha1.ProviderEndpoint) (snapshot.Provide
 		keys, found := in.Secrets[ref.Name]
 		switch {
 		case !found:
-			res.ResolvedRefs = isFalse(v1alpha1.ReasonSecretNotFound, "Secret %q not found", ref.Name)
+			unresolved = append(unresolved, isFalse(v1alpha1.ReasonSecretNotFound, "Secret %q not found", ref.Name))
 		case !slices.Contains(keys, ref.Key):
-			res.ResolvedRefs = isFalse(v1alpha1.ReasonSecretKeyNotFound, "Secret %q has no key %q, or its value is empty", ref.Name, ref.Key)
+			unresolved = append(unresolved, isFalse(v1alpha1.ReasonSecretKeyNotFound, "Secret %q has no key %q, or its value is empty", ref.Name, ref.Key))
 		default:
 			res.ResolvedRefs = isTrue(v1alpha1.ReasonResolvedRefs, "Secret %q has key %q", ref.Name, ref.Key)
 		}
+	}
+	if len(unresolved) > 0 {
+		msgs := make([]string, len(unresolved))
+		for i, c := range unresolved {
+			msgs[i] = c.Message
+		}
+		res.ResolvedRefs = isFalse(unresolved[0].Reason, "%s", strings.Join(msgs, "; "))
 	}
 	if res.Accepted.Status {
 		// The snapshot's own rules (URL shape, plaintext keys, bounds) are the

@@ -27,7 +27,8 @@ var update = flag.Bool("update", false, "rewrite controllers/testdata golden fil
 var goldenNow = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 
 // loadInputs reads a multi-document YAML of ProviderEndpoints, ModelAliases,
-// GatewayKeys and Secrets (only the Secrets' names and data keys matter).
+// GatewayKeys, Secrets and Services (only the Secrets' names and data keys
+// matter, and the Services' names and ports).
 func loadInputs(t *testing.T, paths ...string) Inputs {
 	t.Helper()
 	var raw []byte
@@ -39,7 +40,7 @@ func loadInputs(t *testing.T, paths ...string) Inputs {
 		raw = append(append(raw, "\n---\n"...), b...)
 	}
 	path := strings.Join(paths, ",")
-	in := Inputs{Namespace: "llmgw-system", Now: goldenNow, Secrets: map[string][]string{}}
+	in := Inputs{Namespace: "llmgw-system", Now: goldenNow, Secrets: map[string][]string{}, Services: map[string][]int32{}}
 	for i, doc := range strings.Split(string(raw), "\n---") {
 		if strings.TrimSpace(doc) == "" {
 			continue
@@ -74,6 +75,10 @@ func loadInputs(t *testing.T, paths ...string) Inputs {
 			var o corev1.Secret
 			strict(&o)
 			in.Secrets[o.Name] = secretKeys(&o)
+		case "Service":
+			var o corev1.Service
+			strict(&o)
+			in.Services[o.Name] = servicePorts(&o)
 		case "":
 			// a comment-only document
 		default:
@@ -269,6 +274,15 @@ func TestDiffInputsSeesThroughPointers(t *testing.T) {
 			}
 			return false
 		},
+		"service ports": func(in *Inputs) bool {
+			for _, ps := range in.Services {
+				if len(ps) > 0 {
+					ps[0]++
+					return true
+				}
+			}
+			return false
+		},
 	}
 	for name, mutate := range mutations {
 		mutated := deepCopyInputs(in)
@@ -297,6 +311,12 @@ func deepCopyInputs(in Inputs) Inputs {
 		out.Secrets = make(map[string][]string, len(in.Secrets))
 		for name, keys := range in.Secrets {
 			out.Secrets[name] = slices.Clone(keys)
+		}
+	}
+	if in.Services != nil {
+		out.Services = make(map[string][]int32, len(in.Services))
+		for name, ports := range in.Services {
+			out.Services[name] = slices.Clone(ports)
 		}
 	}
 	return out
@@ -332,6 +352,7 @@ func diffInputs(want, got Inputs) string {
 	show("now", want.Now, got.Now)
 	show("limits", want.Limits, got.Limits)
 	show("secrets", want.Secrets, got.Secrets)
+	show("services", want.Services, got.Services)
 	for _, l := range []struct {
 		kind      string
 		want, got any
@@ -370,15 +391,20 @@ func TestCompileNeverLeaksPlaintext(t *testing.T) {
 // misplaced in testdata/invalid.yaml; it authorizes nothing anywhere.
 const plaintextInTestdata = "lgw_leakedkey0_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 
-// samplePaths are config/samples' resources plus the Secret the install
-// generates for them (a test stand-in).
+// samplePaths are config/samples' resources plus what the install puts
+// beside them (test stand-ins): the Secret it generates, and the mock
+// providers' Services (config/mocks) that the sample ProviderEndpoints name.
 func samplePaths() ([]string, error) {
 	paths, err := filepath.Glob("../config/samples/llmgw_*.yaml")
 	if err != nil || len(paths) == 0 {
 		return nil, fmt.Errorf("no samples: %v", err)
 	}
-	return append(paths, "testdata/samples/mock-beta-upstream.yaml"), nil
+	return append(paths, "testdata/samples/mock-beta-upstream.yaml", mockServicesPath), nil
 }
+
+// mockServicesPath stands in for config/mocks' Services
+// (TestMockServicesMatchConfigMocks keeps it in step).
+const mockServicesPath = "testdata/samples/mock-services.yaml"
 
 // TestCompileOneBadObject: a broken route, a broken alias or an invalid
 // older alias degrades only what depends on it (testdata/degraded.yaml; the

@@ -35,7 +35,7 @@ func newNamespace() string {
 func samplesYAML() string {
 	paths, err := samplePaths()
 	Expect(err).NotTo(HaveOccurred())
-	Expect(paths).To(HaveLen(9))
+	Expect(paths).To(HaveLen(10))
 	return filesYAML(paths...)
 }
 

@@ -102,7 +102,7 @@ func Main(ctx context.Context, args []string) error {
 	fs.IntVar(&o.Limits.MaxConcurrent, "max-concurrent", 0, "chat requests one gateway replica serves at once; more get 503 (`n`, 0: the snapshot default)")
 	fs.IntVar(&o.Limits.DefaultMaxTokens, "default-max-tokens", 0, "output `tokens` a chat request without max_tokens reserves against token limits and budgets (0: the snapshot default, 4096)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "`address` of /healthz and /readyz")
-	fs.DurationVar(&o.Debounce, "debounce", 200*time.Millisecond, "quiet `period` after the last change before compiling")
+	fs.DurationVar(&o.Debounce, "debounce", 100*time.Millisecond, "quiet `period` after the last change before compiling")
 	fs.DurationVar(&o.DebounceMax, "debounce-max", time.Second, "longest `wait` for a quiet period under a stream of changes")
 	fs.StringVar(&o.GatewaySelector, "gateway-selector", DefaultGatewaySelector, "label `selector` of the gateway Pods whose reported snapshot version decides the Programmed condition")
 	fs.StringVar(&o.GatewayStatusConfigMap, "gateway-status-configmap", gatewaystatus.DefaultConfigMapName, "`name` of the ConfigMap the gateways report the snapshot version they run into (the controller creates it)")
@@ -214,6 +214,9 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, *Re
 				// last-applied annotation that would repeat them) never sit in
 				// this process's memory.
 				&corev1.Secret{}: {Transform: stripSecret},
+				// Only names and port numbers: whether a ProviderEndpoint's
+				// spec.service exists with its port (servicerefs.go).
+				&corev1.Service{}: {Transform: stripService},
 				// Only the gateway Pods: whether each is ready decides Programmed.
 				&corev1.Pod{}: {Label: gatewaySelector},
 			},

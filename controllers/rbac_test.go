@@ -200,6 +200,10 @@ stringData: {apiKey: sk-test}`, rbacNS)
 			"list CRs in another ns":      c.List(ctx, &v1alpha1.ModelAliasList{}, client.InNamespace("elsewhere")),
 			"list CRs cluster-wide":       c.List(ctx, &v1alpha1.ModelAliasList{}),
 			"get a Pod":                   c.Get(ctx, client.ObjectKey{Namespace: rbacNS, Name: "x"}, &corev1.Pod{}),
+			"get a Service":               c.Get(ctx, client.ObjectKey{Namespace: rbacNS, Name: "mock-alpha"}, &corev1.Service{}),
+			"create a Service":            c.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "x"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}),
+			"delete a Service":            c.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "mock-alpha"}}),
+			"list Services elsewhere":     c.List(ctx, &corev1.ServiceList{}, client.InNamespace("elsewhere")),
 			"list Pods elsewhere":         c.List(ctx, &corev1.PodList{}, client.InNamespace("elsewhere")),
 			"update the gateway status":   c.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: gatewaystatus.DefaultConfigMapName}}),
 			"update another Lease":        c.Update(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: rbacNS, Name: "other"}}),
@@ -208,6 +212,17 @@ stringData: {apiKey: sk-test}`, rbacNS)
 		for what, err := range denied {
 			Expect(forbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", what, err)
 		}
+	})
+
+	It("lets the controller list and watch the namespace's Services, which its ProviderEndpoints may name", func(ctx SpecContext) {
+		cs, err := kubernetes.NewForConfig(impersonate("llmgw-controller"))
+		Expect(err).NotTo(HaveOccurred())
+		var l corev1.ServiceList
+		Expect(controllerClient.List(ctx, &l, client.InNamespace(rbacNS))).To(Succeed())
+		Expect(l.Items).NotTo(BeEmpty(), "the samples' mock Services")
+		w, err := cs.CoreV1().Services(rbacNS).Watch(ctx, metav1.ListOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		w.Stop()
 	})
 
 	It("lets the gateway watch its one ConfigMap, get Secrets and report into its status ConfigMap, and nothing else", func() {

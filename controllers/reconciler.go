@@ -42,8 +42,9 @@ const (
 	FieldOwner = "llmgw-controller"
 )
 
-// The RBAC the controller needs, and no more: read the four kinds and the
-// Secrets (to see which credentials exist), patch their status, write the
+// The RBAC the controller needs, and no more: read the four kinds, the
+// Secrets (to see which credentials exist) and the Services (to see which
+// in-cluster providers exist, with which ports), patch their status, write the
 // snapshot ConfigMap, read the one the gateways report into (and create it),
 // list the gateway Pods (which are ready), hold its leader Lease, record
 // Events (events.k8s.io/v1; the core group for leader election's).
@@ -54,6 +55,7 @@ const (
 // +kubebuilder:rbac:groups=llmgw.dev,namespace=llmgw-system,resources=providerendpoints;modelaliases;gatewaykeys;budgetgroups,verbs=list;watch
 // +kubebuilder:rbac:groups=llmgw.dev,namespace=llmgw-system,resources=providerendpoints/status;modelaliases/status;gatewaykeys/status;budgetgroups/status,verbs=patch
 // +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=secrets,verbs=list;watch
+// +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=services,verbs=list;watch
 // +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=configmaps,verbs=create;list;watch;delete
 // +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=configmaps,resourceNames=llmgw-snapshot,verbs=get;update
 // +kubebuilder:rbac:groups="",namespace=llmgw-system,resources=configmaps,resourceNames=llmgw-gateway-status,verbs=get;list;watch
@@ -105,6 +107,9 @@ type Reconciler struct {
 
 	mu                    sync.Mutex
 	firstEvent, lastEvent time.Time
+	// burstStart is the first event of the burst this round answers (for
+	// the publish log line: event → published).
+	burstStart time.Time
 	writes                int64
 	// delivery is the publisher's memory (publish.go).
 	delivery delivery
@@ -147,8 +152,8 @@ func (r *Reconciler) request() reconcile.Request {
 
 // touch records an event and schedules the namespace's one request. input
 // says the event may change what Compile sees (one of the four kinds, a
-// Secret, the snapshot ConfigMap); the gateways' Pods and reports only
-// change Programmed.
+// Secret, a Service, the snapshot ConfigMap); the gateways' Pods and
+// reports only change Programmed.
 func (r *Reconciler) touch(q workqueue.TypedRateLimitingInterface[reconcile.Request], input bool) {
 	r.mu.Lock()
 	r.inputsChanged = r.inputsChanged || input
@@ -175,6 +180,7 @@ func (r *Reconciler) settle() time.Duration {
 	if wait := min(quiet, capped); wait > 0 {
 		return wait
 	}
+	r.burstStart = r.firstEvent
 	r.firstEvent, r.lastEvent = time.Time{}, time.Time{}
 	return 0
 }
@@ -199,7 +205,8 @@ func (r *Reconciler) enqueueAll(input bool) handler.EventHandler {
 
 // SetupWithManager registers the watches: the four kinds (spec changes only,
 // so our own status writes do not loop), Secrets (only when their set of data
-// keys changes) and the snapshot ConfigMap (to repair edits and deletion).
+// keys changes), Services (only when their set of ports changes) and the
+// snapshot ConfigMap (to repair edits and deletion).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	spec := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	secretKeysChanged := builder.WithPredicates(predicate.Funcs{
@@ -207,6 +214,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			o, ok1 := e.ObjectOld.(*corev1.Secret)
 			n, ok2 := e.ObjectNew.(*corev1.Secret)
 			return !ok1 || !ok2 || !slices.Equal(secretKeys(o), secretKeys(n))
+		},
+	})
+	servicePortsChanged := builder.WithPredicates(predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*corev1.Service)
+			n, ok2 := e.ObjectNew.(*corev1.Service)
+			return !ok1 || !ok2 || !slices.Equal(servicePorts(o), servicePorts(n))
 		},
 	})
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -217,6 +231,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.GatewayKey{}, r.enqueueAll(true), spec).
 		Watches(&v1alpha1.BudgetGroup{}, r.enqueueAll(true), spec).
 		Watches(&corev1.Secret{}, r.enqueueAll(true), secretKeysChanged).
+		Watches(&corev1.Service{}, r.enqueueAll(true), servicePortsChanged).
 		Watches(&corev1.ConfigMap{}, r.enqueueAll(true), builder.OnlyMetadata, r.snapshotEvents())
 	if g := r.Gateways; g != nil {
 		// What the gateways run decides Programmed: their reports, and
@@ -251,13 +266,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		// keys a compile per report doubled the work of every change.
 		return r.statusesOnly(ctx, c)
 	}
+	t0 := time.Now()
 	in, err := r.inputs(ctx)
 	if err != nil {
 		r.forceCompile()
 		return reconcile.Result{}, err
 	}
+	t1 := time.Now()
 	snap, st := Compile(in)
 	compiles.Inc()
+	// Where a change's time goes, on the publish line: since the burst's
+	// first event (debounce and any round still running before this one),
+	// listing, compiling.
+	r.mu.Lock()
+	if !r.burstStart.IsZero() {
+		log = log.WithValues("sinceEventMs", t0.Sub(r.burstStart).Milliseconds())
+	}
+	r.mu.Unlock()
+	log = log.WithValues("listMs", t1.Sub(t0).Milliseconds(), "compileMs", time.Since(t1).Milliseconds())
 	var writeErr error
 	if err := st.Invalid; err != nil {
 		// Compile validates each object on its own, so this is a bug; the
@@ -353,7 +379,7 @@ func (r *Reconciler) inputs(ctx context.Context) (Inputs, error) {
 	if r.memo == nil {
 		r.memo = NewCompileMemo()
 	}
-	in := Inputs{Namespace: r.Namespace, Now: r.now(), Limits: r.Limits, Secrets: map[string][]string{}, Memo: r.memo}
+	in := Inputs{Namespace: r.Namespace, Now: r.now(), Limits: r.Limits, Secrets: map[string][]string{}, Services: map[string][]int32{}, Memo: r.memo}
 	// No deep copy of 50,000 objects per reconcile: Compile and the status
 	// pass only read them (the status pass copies what it changes).
 	ns := []client.ListOption{client.InNamespace(r.Namespace), client.UnsafeDisableDeepCopy}
@@ -362,7 +388,8 @@ func (r *Reconciler) inputs(ctx context.Context) (Inputs, error) {
 	var kl v1alpha1.GatewayKeyList
 	var gl v1alpha1.BudgetGroupList
 	var sl corev1.SecretList
-	for _, l := range []client.ObjectList{&pl, &al, &kl, &gl, &sl} {
+	var svl corev1.ServiceList
+	for _, l := range []client.ObjectList{&pl, &al, &kl, &gl, &sl, &svl} {
 		if err := r.Client.List(ctx, l, ns...); err != nil {
 			return in, fmt.Errorf("listing %T: %w", l, err)
 		}
@@ -370,6 +397,9 @@ func (r *Reconciler) inputs(ctx context.Context) (Inputs, error) {
 	in.Providers, in.Aliases, in.Keys, in.Groups = pl.Items, al.Items, kl.Items, gl.Items
 	for i := range sl.Items {
 		in.Secrets[sl.Items[i].Name] = secretKeys(&sl.Items[i])
+	}
+	for i := range svl.Items {
+		in.Services[svl.Items[i].Name] = servicePorts(&svl.Items[i])
 	}
 	return in, nil
 }

@@ -37,8 +37,8 @@ const (
 	// (an alias's public name, a key's prefix and hash).
 	ConditionAccepted = "Accepted"
 	// ConditionResolvedRefs: everything the object references exists and is
-	// usable: a ProviderEndpoint's credential Secret and key, a ModelAlias's
-	// ProviderEndpoints, a GatewayKey's aliases.
+	// usable: a ProviderEndpoint's Service and port and its credential Secret
+	// and key, a ModelAlias's ProviderEndpoints, a GatewayKey's aliases.
 	ConditionResolvedRefs = "ResolvedRefs"
 	// ConditionProgrammed: every ready gateway replica runs a snapshot that
 	// contains the object as it is now; the gateways report what they run.
@@ -72,6 +72,12 @@ const (
 	ReasonSecretNotFound = "SecretNotFound"
 	// ReasonSecretKeyNotFound: the Secret exists but lacks the referenced key.
 	ReasonSecretKeyNotFound = "SecretKeyNotFound"
+	// ReasonServiceNotFound: the in-cluster Service a ProviderEndpoint names
+	// (spec.service) does not exist in its namespace.
+	ReasonServiceNotFound = "ServiceNotFound"
+	// ReasonServicePortNotFound: the Service exists but none of its ports is
+	// the referenced port (the message lists the ports it has).
+	ReasonServicePortNotFound = "ServicePortNotFound"
 	// ReasonProviderNotFound: a route names a ProviderEndpoint that does not
 	// exist. The alias is still served through its other routes, if any.
 	ReasonProviderNotFound = "ProviderNotFound"
