@@ -110,7 +110,7 @@ type Reconciler struct {
 	// burstStart is the first event of the burst this round answers (for
 	// the publish log line: event → published).
 	burstStart time.Time
-	writes                int64
+	writes     int64
 	// delivery is the publisher's memory (publish.go).
 	delivery delivery
 	// statuses writes statuses in the background (statuswriter.go); nil:

@@ -23,6 +23,15 @@ func Compile(s *Snapshot) *Compiled {
 		snap = s.Clone()
 	}
 	snap.Normalize()
+	return CompileOwned(snap)
+}
+
+// CompileOwned indexes snap itself, without the copy and normalization
+// Compile makes: for a snapshot that is normalized and valid (Encode or
+// SealAssembled ran on it) and that its owner hands over, never to change
+// it again — as the gateway's Apply does with its private copy. At 50,000
+// keys the copy and the second normalization were a third of a reload.
+func CompileOwned(snap *Snapshot) *Compiled {
 	c := &Compiled{
 		snap:      snap,
 		keys:      make(map[string]*Key, len(snap.Keys)),

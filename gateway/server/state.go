@@ -102,7 +102,9 @@ func adapterID(cfg provider.Config) string {
 // provider with the same credential reference, that adapter is kept instead:
 // a transient read failure never takes a working provider down.
 func (s *Server) buildState(ctx context.Context, snap *snapshot.Snapshot, prev *state) *state {
-	st := &state{snap: snap, idx: snapshot.Compile(snap), adapters: map[string]provider.Adapter{},
+	// snap is the server's own normalized, valid copy (apply), never changed
+	// afterwards: it is indexed as it is.
+	st := &state{snap: snap, idx: snapshot.CompileOwned(snap), adapters: map[string]provider.Adapter{},
 		unavailable: map[string]string{}, loadedAt: s.now()}
 	for i := range snap.Providers {
 		p := &snap.Providers[i]
