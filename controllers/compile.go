@@ -209,7 +209,7 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 	// Encoding normalizes and sets the version; every object was validated
 	// on its own above (each key by ValidateKey), so an error here is a bug,
 	// and the reconciler refuses to publish such a snapshot.
-	if _, err := snapshot.EncodeCheckedKeys(&snap); err != nil {
+	if err := snapshot.SealCheckedKeys(&snap); err != nil {
 		st.Invalid = err
 	}
 	setDigests(&snap, &st, aliasObject, in.Memo)
@@ -265,6 +265,13 @@ func olderFirst(a, b *metav1.ObjectMeta) int {
 	}
 	return cmp.Compare(a.Name, b.Name)
 }
+
+// The conditions of a healthy key, made once: Sprintf for two constant
+// messages on each of 50,000 keys was a measurable part of a compilation.
+var (
+	keyValid    = Condition{Status: true, Reason: v1alpha1.ReasonAccepted, Message: "the key is valid"}
+	keyResolved = Condition{Status: true, Reason: v1alpha1.ReasonResolvedRefs, Message: "every model names a served alias"}
+)
 
 func isTrue(reason, format string, args ...any) Condition {
 	return Condition{Status: true, Reason: reason, Message: fmt.Sprintf(format, args...)}
@@ -503,7 +510,7 @@ func compileKey(now time.Time, gk *v1alpha1.GatewayKey, m *keyMemo, aliases map[
 
 	// Accepted: the key on its own, then its claim on prefix and hash (only
 	// valid keys claim, the older first).
-	res.Accepted = isTrue(v1alpha1.ReasonAccepted, "the key is valid")
+	res.Accepted = keyValid
 	if m.invalid != "" {
 		res.Accepted = isFalse(v1alpha1.ReasonInvalidSpec, "%s", m.invalid)
 	} else if prev, taken := prefixOwner[k.Prefix]; taken {
@@ -537,7 +544,7 @@ func compileKey(now time.Time, gk *v1alpha1.GatewayKey, m *keyMemo, aliases map[
 	}
 	switch {
 	case len(dropped) == 0:
-		res.ResolvedRefs = isTrue(v1alpha1.ReasonResolvedRefs, "every model names a served alias")
+		res.ResolvedRefs = keyResolved
 	case len(servedModels) > 0:
 		res.ResolvedRefs = isFalse(v1alpha1.ReasonAliasNotFound, "no served alias for %s; the key works for its other models", quoteList(dropped))
 	default:

@@ -58,17 +58,23 @@ func SealAssembled(s *Snapshot, version string) error {
 	return nil
 }
 
-// EncodeCheckedKeys is Encode for a snapshot whose keys were each
-// normalized and passed ValidateKey already — the controller remembers that
-// per GatewayKey generation, so a one-key change does not check 50,000
-// keys again. Everything else is normalized and validated as Encode does,
-// and every check across keys is made.
-func EncodeCheckedKeys(s *Snapshot) ([]byte, error) {
+// SealCheckedKeys is Encode, without returning the encoding, for a snapshot
+// whose keys were each normalized and passed ValidateKey already — the
+// controller remembers that per GatewayKey generation, so a one-key change
+// does not check 50,000 keys again. Everything else is normalized and
+// validated as Encode does, every check across keys is made, and the
+// version is set.
+func SealCheckedKeys(s *Snapshot) error {
 	s.normalizeCheckedKeys()
 	if err := s.validate(true); err != nil {
-		return nil, fmt.Errorf("invalid snapshot: %w", err)
+		return fmt.Errorf("invalid snapshot: %w", err)
 	}
-	return seal(s)
+	v, err := computeVersion(s)
+	if err != nil {
+		return err
+	}
+	s.Version = v
+	return nil
 }
 
 // normalizeCheckedKeys is Normalize for keys that are normalized already:
