@@ -209,7 +209,7 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 	// Encoding normalizes and sets the version; every object was validated
 	// on its own above (each key by ValidateKey), so an error here is a bug,
 	// and the reconciler refuses to publish such a snapshot.
-	if err := snapshot.SealCheckedKeys(&snap); err != nil {
+	if err := snapshot.SealCheckedKeysWith(&snap, in.Memo.piece); err != nil {
 		st.Invalid = err
 	}
 	setDigests(&snap, &st, aliasObject, in.Memo)

@@ -33,9 +33,11 @@ type keyMemo struct {
 	key         snapshot.Key
 	invalid     string // ValidateKey's message on one line; "" when valid
 	fingerprint string
-	// digest is the entry's digest with every model served; "" until
+	// digest and canonical are the entry's digest and its piece of the
+	// snapshot's canonical encoding with every model served; empty until
 	// first needed.
-	digest string
+	digest    string
+	canonical []byte
 }
 
 // key returns gk's memo entry, made now if gk is new or changed. Objects
@@ -83,20 +85,44 @@ func newKeyMemo(gk *v1alpha1.GatewayKey) *keyMemo {
 	return e
 }
 
-// digest is the digest of k, a compiled entry: remembered when k is the
-// memo's entry with every model served, computed otherwise.
-func (m *CompileMemo) digest(k *snapshot.Key) string {
+// entry is the memo's entry when k, a compiled entry, is exactly it: the
+// key with every model of its spec served (a compiled key differs from its
+// entry only by models left out).
+func (m *CompileMemo) entry(k *snapshot.Key) *keyMemo {
 	if m == nil {
-		return digest(k)
+		return nil
 	}
-	e, ok := m.keys[k.ID]
-	if !ok || len(k.Models) != len(e.key.Models) {
+	if e, ok := m.keys[k.ID]; ok && len(k.Models) == len(e.key.Models) {
+		return e
+	}
+	return nil
+}
+
+// digest is the digest of k, a compiled entry: remembered when k is the
+// memo's entry, computed otherwise.
+func (m *CompileMemo) digest(k *snapshot.Key) string {
+	e := m.entry(k)
+	if e == nil {
 		return digest(k)
 	}
 	if e.digest == "" {
 		e.digest = digest(&e.key)
 	}
 	return e.digest
+}
+
+// piece is k's piece of the canonical encoding when k is the memo's entry
+// (kept from its first compile), nil otherwise: the snapshot's version is
+// hashed from kept pieces instead of encoding 50,000 keys again.
+func (m *CompileMemo) piece(k *snapshot.Key) []byte {
+	e := m.entry(k)
+	if e == nil {
+		return nil
+	}
+	if e.canonical == nil {
+		e.canonical = snapshot.CanonicalKey(&e.key)
+	}
+	return e.canonical
 }
 
 // retain forgets keys that are gone. Every key compiled has an entry (or

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
 )
 
@@ -69,10 +70,16 @@ func TestCompileMemoChangesNothing(t *testing.T) {
 				if !bytes.Equal(snap1, snap2) || !bytes.Equal(st1, st2) {
 					t.Fatalf("%s: compiling with the memo differs from compiling afresh", s.what)
 				}
-				_, d1 := Compile(fresh)
-				_, d2 := Compile(withMemo)
+				c1, d1 := Compile(fresh)
+				c2, d2 := Compile(withMemo)
 				if !maps.Equal(d1.digests(), d2.digests()) {
 					t.Fatalf("%s: digests differ with the memo", s.what)
+				}
+				// The version Compile sets (from kept key pieces with the
+				// memo) is the version of the canonical encoding.
+				v := c2.Version
+				if _, err := snapshot.Encode(&c2); err != nil || c1.Version != v || c2.Version != v {
+					t.Fatalf("%s: version %s with the memo, %s without, %s encoded (%v)", s.what, v, c1.Version, c2.Version, err)
 				}
 				if len(memo.keys) > len(in.Keys) {
 					t.Fatalf("%s: the memo holds %d keys, the namespace %d", s.what, len(memo.keys), len(in.Keys))

@@ -64,10 +64,20 @@ func SealAssembled(s *Snapshot, version string) error {
 // does not check 50,000 keys again. Everything else is normalized and
 // validated as Encode does, every check across keys is made, and the
 // version is set.
-func SealCheckedKeys(s *Snapshot) error {
+func SealCheckedKeys(s *Snapshot) error { return SealCheckedKeysWith(s, nil) }
+
+// SealCheckedKeysWith is SealCheckedKeys taking each key's piece of the
+// canonical encoding from piece when it returns one (CanonicalKey of that
+// very key, kept from an earlier compile), so that the keys need not be
+// encoded again for the version.
+func SealCheckedKeysWith(s *Snapshot, piece func(*Key) []byte) error {
 	s.normalizeCheckedKeys()
 	if err := s.validate(true); err != nil {
 		return fmt.Errorf("invalid snapshot: %w", err)
+	}
+	if v, ok := versionWithPieces(s, piece); ok {
+		s.Version = v
+		return nil
 	}
 	v, err := computeVersion(s)
 	if err != nil {

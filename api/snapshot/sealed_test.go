@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"reflect"
 	"slices"
 	"testing"
@@ -150,4 +151,48 @@ func TestSealCheckedKeysEqualsEncode(t *testing.T) {
 	dup := s.Clone()
 	dup.Keys[1].Prefix = dup.Keys[0].Prefix
 	mustContainAll(t, SealCheckedKeys(dup), "duplicate key prefix")
+}
+
+// TestVersionFromKeyPieces: the version hashed from kept key pieces is the
+// version of the whole encoding — with budgets, groups, expiry times, no
+// keys at all — and a piece that is not the key's gives another version.
+func TestVersionFromKeyPieces(t *testing.T) {
+	withQuotas := manyKeys(50)
+	withQuotas.Groups = []Group{{Name: "team", Budget: &Budget{Amount: "10", Currency: "USD"}}}
+	withQuotas.Keys[3].Group, withQuotas.Keys[4].Budget = "team", &Budget{Amount: "1.5", Currency: "USD"}
+	for name, s := range map[string]*Snapshot{"demo": validSnapshot(), "no keys": {}, "quotas": withQuotas} {
+		t.Run(name, func(t *testing.T) {
+			enc := s.Clone()
+			sealed(t, enc)
+			pieces := map[string][]byte{}
+			for i := range enc.Keys {
+				pieces[enc.Keys[i].ID] = CanonicalKey(&enc.Keys[i])
+			}
+			got := enc.Clone()
+			got.Version = ""
+			if err := SealCheckedKeysWith(got, func(k *Key) []byte { return pieces[k.ID] }); err != nil {
+				t.Fatal(err)
+			}
+			if got.Version != enc.Version {
+				t.Fatalf("version from pieces %s, want %s", got.Version, enc.Version)
+			}
+			if len(enc.Keys) == 0 {
+				return
+			}
+			wrong := enc.Clone()
+			wrong.Version = ""
+			stale := bytes.Replace(pieces[enc.Keys[0].ID], []byte(`"disabled": false`), []byte(`"disabled": true`), 1)
+			if err := SealCheckedKeysWith(wrong, func(k *Key) []byte {
+				if k.ID == enc.Keys[0].ID {
+					return stale
+				}
+				return pieces[k.ID]
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if wrong.Version == enc.Version {
+				t.Fatal("a piece that is not the key's gave the same version")
+			}
+		})
+	}
 }
