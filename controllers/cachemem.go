@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // lastApplied is the annotation client-side `kubectl apply` leaves on every
@@ -24,4 +25,15 @@ func trimForCache(obj any) (any, error) {
 		}
 	}
 	return obj, nil
+}
+
+// identityOnly is the part of an object's metadata a cache needs to track
+// it (name, UID, resourceVersion, creation and deletion): what the
+// transforms that strip Secrets and Services to what Compile reads keep.
+func identityOnly(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID,
+		ResourceVersion: m.ResourceVersion, CreationTimestamp: m.CreationTimestamp,
+		DeletionTimestamp: m.DeletionTimestamp,
+	}
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -308,14 +307,10 @@ func stripSecret(obj any) (any, error) {
 		return obj, nil // a tombstone on delete: nothing to strip
 	}
 	out := &corev1.Secret{
-		TypeMeta: s.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name: s.Name, Namespace: s.Namespace, UID: s.UID,
-			ResourceVersion: s.ResourceVersion, CreationTimestamp: s.CreationTimestamp,
-			DeletionTimestamp: s.DeletionTimestamp,
-		},
-		Type: s.Type,
-		Data: make(map[string][]byte, len(s.Data)),
+		TypeMeta:   s.TypeMeta,
+		ObjectMeta: identityOnly(&s.ObjectMeta),
+		Type:       s.Type,
+		Data:       make(map[string][]byte, len(s.Data)),
 	}
 	for k, v := range s.Data {
 		if len(v) > 0 {

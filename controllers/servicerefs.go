@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // servicePorts lists a Service's port numbers, sorted and without
@@ -30,12 +29,8 @@ func stripService(obj any) (any, error) {
 		return obj, nil // a tombstone on delete: nothing to strip
 	}
 	out := &corev1.Service{
-		TypeMeta: s.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name: s.Name, Namespace: s.Namespace, UID: s.UID,
-			ResourceVersion: s.ResourceVersion, CreationTimestamp: s.CreationTimestamp,
-			DeletionTimestamp: s.DeletionTimestamp,
-		},
+		TypeMeta:   s.TypeMeta,
+		ObjectMeta: identityOnly(&s.ObjectMeta),
 	}
 	if len(s.Spec.Ports) > 0 {
 		out.Spec.Ports = make([]corev1.ServicePort, len(s.Spec.Ports))
