@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 )
 
-// MaxFileBytes bounds what LoadFile reads; a ConfigMap holds at most 1 MiB, so
-// anything far larger is a mistake, not a configuration.
-const MaxFileBytes = 16 << 20
+// MaxFileBytes bounds what LoadFile reads: room for about 180,000 keys of
+// canonical JSON (368 bytes a key), so the file mode holds the 50,000 keys
+// the Kubernetes mode is built for with room to spare, while a file far
+// larger is a mistake, not a configuration.
+const MaxFileBytes = 64 << 20
 
 // LoadFile reads and parses a snapshot file (see Parse).
 func LoadFile(path string) (*Snapshot, error) {
@@ -31,6 +33,11 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	// A regular file too large is refused before it is read; anything else
+	// (a pipe) is read up to the limit.
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, MaxFileBytes)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,7 +57,12 @@ func TestLoadFileErrors(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 	big := filepath.Join(dir, "big.json")
-	os.WriteFile(big, []byte(`{"x":"`+strings.Repeat("a", MaxFileBytes)+`"}`), 0o644)
+	// Sparse: one byte over the limit without writing 64 MiB.
+	if f, err := os.Create(big); err != nil {
+		t.Fatal(err)
+	} else if err := errors.Join(f.Truncate(MaxFileBytes+1), f.Close()); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := LoadFile(big); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("oversized file: %v", err)
 	}
