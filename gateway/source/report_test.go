@@ -203,3 +203,41 @@ func TestReportingSink(t *testing.T) {
 		t.Fatalf("a good apply must clear the refusal: %v %+v", err, state())
 	}
 }
+
+// sealedFake is a fakeSink that also takes sealed snapshots, counting them.
+type sealedFake struct {
+	fakeSink
+	sealed int
+}
+
+func (f *sealedFake) ApplySealed(ctx context.Context, s *snapshot.Snapshot) error {
+	f.mu.Lock()
+	f.sealed++
+	f.mu.Unlock()
+	return f.Apply(ctx, s)
+}
+
+// TestApplySealedThroughTheReporter: a sealed snapshot reaches a sink that
+// takes it as such through the reporting wrapper (and is reported), and a
+// sink that does not gets a plain Apply.
+func TestApplySealedThroughTheReporter(t *testing.T) {
+	snap := validSnapshot()
+	snap.Version = "sha256:sealed"
+
+	inner := &sealedFake{}
+	rep := newReporter(fake.NewClientset(), reportNS, reportCM, "gw-0", quietLog())
+	if err := applySealed(context.Background(), reportingSink{Sink: inner, rep: rep}, snap); err != nil {
+		t.Fatal(err)
+	}
+	rep.mu.Lock()
+	reported := rep.current.Version
+	rep.mu.Unlock()
+	if inner.sealed != 1 || inner.Version() != "sha256:sealed" || reported != "sha256:sealed" {
+		t.Fatalf("sealed applies %d, running %q, reported %q", inner.sealed, inner.Version(), reported)
+	}
+
+	plain := &fakeSink{}
+	if err := applySealed(context.Background(), reportingSink{Sink: plain, rep: rep}, snap); err != nil || plain.Version() != "sha256:sealed" {
+		t.Fatalf("a sink without ApplySealed: %v, running %q", err, plain.Version())
+	}
+}
