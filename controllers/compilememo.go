@@ -38,6 +38,9 @@ type keyMemo struct {
 	// first needed.
 	digest    string
 	canonical []byte
+	// compact is the entry's compact JSON as a key shard holds it (for
+	// publish's Split); nil until first needed.
+	compact []byte
 }
 
 // key returns gk's memo entry, made now if gk is new or changed. Objects
@@ -140,4 +143,22 @@ func (m *CompileMemo) retain(keys []v1alpha1.GatewayKey) {
 			delete(m.keys, name)
 		}
 	}
+}
+
+// compactPiece is k's compact JSON for a key shard when k is the memo's
+// entry (kept from the first split that needed it), nil otherwise: Split
+// then encodes only the keys that changed.
+func (m *CompileMemo) compactPiece(k *snapshot.Key) []byte {
+	e := m.entry(k)
+	if e == nil {
+		return nil
+	}
+	if e.compact == nil {
+		b, err := snapshot.CompactKey(&e.key)
+		if err != nil {
+			return nil // Split encodes it and reports the error
+		}
+		e.compact = b
+	}
+	return e.compact
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -80,6 +81,15 @@ func TestCompileMemoChangesNothing(t *testing.T) {
 				v := c2.Version
 				if _, err := snapshot.Encode(&c2); err != nil || c1.Version != v || c2.Version != v {
 					t.Fatalf("%s: version %s with the memo, %s without, %s encoded (%v)", s.what, v, c1.Version, c2.Version, err)
+				}
+				// And publish's parts from the memo's kept compact pieces
+				// are the parts Split encodes itself.
+				opts := snapshot.SplitOptions{Head: "llmgw-snapshot", ShardBytes: 1 << 10}
+				h1, _, err1 := snapshot.Split(&c1, opts)
+				opts.KeyPiece = memo.compactPiece
+				h2, _, err2 := snapshot.Split(&c2, opts)
+				if err1 != nil || err2 != nil || !reflect.DeepEqual(h1, h2) {
+					t.Fatalf("%s: parts differ with the memo's pieces (%v, %v)", s.what, err1, err2)
 				}
 				if len(memo.keys) > len(in.Keys) {
 					t.Fatalf("%s: the memo holds %d keys, the namespace %d", s.what, len(memo.keys), len(in.Keys))

@@ -78,7 +78,8 @@ func (r *Reconciler) publish(ctx context.Context, log logr.Logger, snap *snapsho
 		// then compressed again rather than trusted.
 		prev, _ = snapshot.ParseHead([]byte(cm.Data[snapshot.HeadKey]))
 	}
-	head, parts, err := snapshot.Split(snap, snapshot.SplitOptions{Head: r.ConfigMapName, Previous: prev, ShardBytes: r.delivery.ShardBytes})
+	head, parts, err := snapshot.Split(snap, snapshot.SplitOptions{Head: r.ConfigMapName, Previous: prev, ShardBytes: r.delivery.ShardBytes,
+		KeyPiece: r.memo.compactPiece})
 	if err != nil {
 		return fmt.Errorf("splitting snapshot %s into ConfigMaps: %w", snap.Version, err)
 	}
@@ -91,7 +92,8 @@ func (r *Reconciler) publish(ctx context.Context, log logr.Logger, snap *snapsho
 		if p.Data == nil && have[p.Name] != p.SHA256 {
 			// The previous head names it, but it is gone or damaged (someone
 			// deleted it): compress everything again.
-			if head, parts, err = snapshot.Split(snap, snapshot.SplitOptions{Head: r.ConfigMapName, ShardBytes: r.delivery.ShardBytes}); err != nil {
+			if head, parts, err = snapshot.Split(snap, snapshot.SplitOptions{Head: r.ConfigMapName, ShardBytes: r.delivery.ShardBytes,
+				KeyPiece: r.memo.compactPiece}); err != nil {
 				return fmt.Errorf("splitting snapshot %s into ConfigMaps: %w", snap.Version, err)
 			}
 			break

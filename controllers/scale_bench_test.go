@@ -94,6 +94,36 @@ func BenchmarkScaleReconcileCPU(b *testing.B) {
 			}
 		})
 	})
+	b.Run("split-one-key-changed-kept-pieces", func(b *testing.B) {
+		// As publish runs it: every key's compact JSON kept (the compile
+		// memo) but the changed key's, which is encoded again.
+		pieces := map[string][]byte{}
+		for i := range snap.Keys {
+			p, err := snapshot.CompactKey(&snap.Keys[i])
+			if err != nil {
+				b.Fatal(err)
+			}
+			pieces[snap.Keys[i].ID] = p
+		}
+		opts := snapshot.SplitOptions{Head: "llmgw-snapshot", KeyPiece: func(k *snapshot.Key) []byte { return pieces[k.ID] }}
+		prev, _, err := snapshot.Split(&snap, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		i := 0
+		testutil.CPUPerOp(b, func() {
+			i++
+			k := &snap.Keys[i%len(snap.Keys)]
+			k.Disabled = !k.Disabled
+			delete(pieces, k.ID)
+			opts.Previous = &prev
+			h, _, err := snapshot.Split(&snap, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			prev = h
+		})
+	})
 	b.Run("split-one-key-changed", func(b *testing.B) {
 		prev, _, err := snapshot.Split(&snap, snapshot.SplitOptions{Head: "llmgw-snapshot"})
 		if err != nil {

@@ -96,6 +96,16 @@ type SplitOptions struct {
 	// ShardBytes is the uncompressed JSON a key shard aims at (0:
 	// DefaultShardBytes).
 	ShardBytes int
+	// KeyPiece, when set, gives a key's compact JSON as CompactKey returns
+	// it, kept by the caller from an earlier split (the controller's
+	// compile memo), so that unchanged keys are not encoded again; nil, or
+	// a nil result, encodes the key now.
+	KeyPiece func(*Key) []byte
+}
+
+// CompactKey is k's compact JSON as a key shard holds it.
+func CompactKey(k *Key) ([]byte, error) {
+	return encodeCompact(nil, k)
 }
 
 // TooLargeError says that a snapshot cannot be split into parts that fit a
@@ -204,7 +214,7 @@ func Split(s *Snapshot, o SplitOptions) (Head, []Part, error) {
 		n = shardCount(len(s.Keys)*estimatedKeyBytes, 0, target)
 	}
 	for {
-		raws, total, err := encodeShards(s.Keys, n)
+		raws, total, err := encodeShards(s.Keys, n, o.KeyPiece)
 		if err != nil {
 			return Head{}, nil, err
 		}
@@ -242,7 +252,7 @@ const estimatedKeyBytes = 250
 
 // encodeShards writes each shard's JSON, {"keys":[...]} with the keys that
 // belong to it in the order given; total is the size of all of them.
-func encodeShards(keys []Key, n int) ([][]byte, int, error) {
+func encodeShards(keys []Key, n int, piece func(*Key) []byte) ([][]byte, int, error) {
 	raws := make([][]byte, n)
 	for i := range raws {
 		raws[i] = append(make([]byte, 0, len(keys)*estimatedKeyBytes/n+64), `{"keys":[`...)
@@ -252,6 +262,12 @@ func encodeShards(keys []Key, n int) ([][]byte, int, error) {
 		b := ShardOf(keys[i].ID, n)
 		if raws[b][len(raws[b])-1] != '[' {
 			raws[b] = append(raws[b], ',')
+		}
+		if piece != nil {
+			if kept := piece(&keys[i]); kept != nil {
+				raws[b] = append(raws[b], kept...)
+				continue
+			}
 		}
 		if raws[b], err = encodeCompact(raws[b], &keys[i]); err != nil {
 			return nil, 0, fmt.Errorf("encoding key %s: %w", quote(keys[i].ID), err)

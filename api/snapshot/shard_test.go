@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -372,5 +373,46 @@ func TestAssembleMergesInIDOrder(t *testing.T) {
 	slices.Sort(ids)
 	if !slices.Equal(ids, []string{"a", "b", "c"}) {
 		t.Fatalf("unsorted shard lost keys: %v", ids)
+	}
+}
+
+// TestSplitWithKeptPieces: shards built from kept compact key pieces are
+// the shards Split encodes itself, part for part; a piece that is not the
+// key's changes its shard.
+func TestSplitWithKeptPieces(t *testing.T) {
+	s := manyKeys(3000)
+	sealed(t, s)
+	opts := SplitOptions{Head: "llmgw-snapshot", ShardBytes: 16 << 10}
+	want, wantParts, err := Split(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pieces := map[string][]byte{}
+	for i := range s.Keys {
+		if pieces[s.Keys[i].ID], err = CompactKey(&s.Keys[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts.KeyPiece = func(k *Key) []byte { return pieces[k.ID] }
+	got, gotParts, err := Split(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) || len(gotParts) != len(wantParts) {
+		t.Fatal("the head built from kept pieces differs")
+	}
+	for i := range gotParts {
+		if gotParts[i].Name != wantParts[i].Name || !bytes.Equal(gotParts[i].Data, wantParts[i].Data) {
+			t.Fatalf("part %s differs from %s", gotParts[i].Name, wantParts[i].Name)
+		}
+	}
+	first := s.Keys[0].ID
+	pieces[first] = bytes.Replace(pieces[first], []byte(`"disabled":false`), []byte(`"disabled":true`), 1)
+	stale, _, err := Split(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reflect.DeepEqual(stale, want) {
+		t.Fatal("a piece that is not the key's left every shard as it was")
 	}
 }
