@@ -16,6 +16,23 @@ package quota
 // is full. A window is an integer string (the amount used); a missing window
 // is unused. A reservation is a JSON list of what it took, with a TTL.
 
+// refillLua is what both scripts do to a bucket before they change it: its
+// tokens now, refilled continuously since it was last written (a missing
+// bucket is full), and the time they are counted at.
+const refillLua = `
+local function refilled(key, cap, period, now)
+  local st = redis.call('HMGET', key, 't', 'ts')
+  local tokens, ts = tonumber(st[1]), tonumber(st[2])
+  if tokens == nil or ts == nil then
+    return cap, now
+  end
+  if now > ts then
+    return tokens + (now - ts) * cap / period, now
+  end
+  return tokens, ts
+end
+`
+
 // reserveScript: KEYS[1] the reservation, KEYS[2..n+1] the counters.
 // ARGV: now_us, ttl_ms, remember (1: keep a reservation entry), grace_ms
 // (how long a window outlives its end), then per limit: kind, capacity,
@@ -25,7 +42,7 @@ package quota
 // Returns {1, used...} (used: a window's use after this call, "" for a
 // bucket), {1} when the reservation already exists (a retried call), or
 // {0, index, retry_us}.
-const reserveScript = `
+const reserveScript = refillLua + `
 local function cmp(a, b)
   local na, nb = a:sub(1, 1) == '-', b:sub(1, 1) == '-'
   if na ~= nb then if na then return -1 end return 1 end
@@ -50,14 +67,7 @@ for i = 1, n do
   local l = {key = KEYS[i + 1], kind = ARGV[b], cap = ARGV[b + 1], pe = ARGV[b + 2], amount = ARGV[b + 3], lim = ARGV[b + 4]}
   if l.kind == 'b' then
     local cap, period, amount = tonumber(l.cap), tonumber(l.pe), tonumber(l.amount)
-    local st = redis.call('HMGET', l.key, 't', 'ts')
-    local tokens, ts = tonumber(st[1]), tonumber(st[2])
-    if tokens == nil or ts == nil then
-      tokens, ts = cap, now
-    elseif now > ts then
-      tokens = tokens + (now - ts) * cap / period
-      ts = now
-    end
+    local tokens, ts = refilled(l.key, cap, period, now)
     if tokens > cap then tokens = cap end
     if tokens < amount then
       return {0, i - 1, math.ceil((amount - tokens) * period / cap)}
@@ -101,7 +111,7 @@ return out
 //
 // The counters' names are read from the reservation, so they are not in
 // KEYS: the store must be a single Redis/Valkey primary (not Cluster).
-const settleScript = `
+const settleScript = refillLua + `
 local raw = redis.call('GET', KEYS[1])
 if not raw then return 0 end
 local saved = cjson.decode(raw)
@@ -117,14 +127,7 @@ for i, s in ipairs(saved) do
   if zeros then actual = '0' end
   if kind == 'b' then
     local cap, period = tonumber(s[3]), tonumber(s[4])
-    local st = redis.call('HMGET', key, 't', 'ts')
-    local tokens, ts = tonumber(st[1]), tonumber(st[2])
-    if tokens == nil or ts == nil then
-      tokens, ts = cap, now
-    elseif now > ts then
-      tokens = tokens + (now - ts) * cap / period
-      ts = now
-    end
+    local tokens, ts = refilled(key, cap, period, now)
     tokens = tokens + tonumber(s[5]) - tonumber(actual)
     if tokens > cap then tokens = cap end
     redis.call('HSET', key, 't', string.format('%.17g', tokens), 'ts', string.format('%d', ts))
