@@ -57,8 +57,9 @@ func (c *currencyOwner) claimBudget(owner string, b *snapshot.Budget) {
 	}
 }
 
-func compileGroup(bg *v1alpha1.BudgetGroup, currency *currencyOwner) (snapshot.Group, GroupResult) {
-	g := snapshot.Group{Name: bg.Name, TokensPerMinute: bg.Spec.TokensPerMinute, Budget: compileBudget(bg.Spec.Budget)}
+// compileGroup compiles bg, named id in the snapshot (objectID).
+func compileGroup(bg *v1alpha1.BudgetGroup, id string, currency *currencyOwner) (snapshot.Group, GroupResult) {
+	g := snapshot.Group{Name: id, TokensPerMinute: bg.Spec.TokensPerMinute, Budget: compileBudget(bg.Spec.Budget)}
 	var res GroupResult
 	res.Accepted = isTrue(v1alpha1.ReasonAccepted, "the group is valid")
 	res.ResolvedRefs = isTrue(v1alpha1.ReasonResolvedRefs, "a group references nothing")
@@ -73,7 +74,7 @@ func compileGroup(bg *v1alpha1.BudgetGroup, currency *currencyOwner) (snapshot.G
 		res.Accepted = isFalse(v1alpha1.ReasonInvalidSpec, "%s", why)
 		return g, res
 	}
-	currency.claimBudget(fmt.Sprintf("BudgetGroup %q", bg.Name), g.Budget)
+	currency.claimBudget(fmt.Sprintf("BudgetGroup %q", id), g.Budget)
 	res.InSnapshot = true
 	return g, res
 }

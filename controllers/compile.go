@@ -23,7 +23,9 @@ import (
 // Inputs is everything Compile looks at. It is plain data so that the whole
 // mapping from CRs to snapshot can be tested without a cluster.
 type Inputs struct {
-	// Namespace resolves Service references to in-cluster host names.
+	// Namespace is the controller's own: ProviderEndpoints are compiled
+	// there only (their Secrets and Services are read there), and its
+	// objects are named without a namespace (namespaces.go).
 	Namespace string
 	// Now decides which keys are expired.
 	Now       time.Time
@@ -42,8 +44,10 @@ type Inputs struct {
 	// Limits are the gateway's hard limits; zero fields take snapshot defaults.
 	Limits snapshot.Limits
 	// Memo, when set, remembers across compilations what each GatewayKey
-	// compiles to on its own (compilememo.go); the result is the same
-	// with or without it.
+	// compiles to on its own (compilememo.go), and the last compilation
+	// to patch when only keys changed (compileincr.go); the result is the
+	// same with or without it, but holds only until the next Compile with
+	// that memo.
 	Memo *CompileMemo `json:"-"`
 }
 
@@ -129,6 +133,9 @@ type Statuses struct {
 // hash) go to the oldest object (creationTimestamp, then name), so creating a
 // clashing object never takes away something already being served.
 func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
+	if snap, st, ok := in.Memo.patch(in); ok {
+		return snap, st
+	}
 	st := Statuses{
 		Providers: map[string]ProviderResult{},
 		Aliases:   map[string]AliasResult{},
@@ -147,7 +154,7 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 		p, res := compileProvider(in, pe)
 		currency.claim(pe, &p, &res)
 		res.compiledFrom(&pe.ObjectMeta)
-		st.Providers[pe.Name] = res
+		st.Providers[objectID(in.Namespace, pe)] = res
 		if res.InSnapshot {
 			served[pe.Name] = p
 			snap.Providers = append(snap.Providers, p)
@@ -158,15 +165,16 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 	slices.SortFunc(aliases, func(a, b v1alpha1.ModelAlias) int { return olderFirst(&a.ObjectMeta, &b.ObjectMeta) })
 	owner := map[string]string{}
 	aliasServed := map[string]bool{}
-	aliasObject := map[string]string{} // public name → ModelAlias name
+	aliasObject := map[string]string{} // public name → ModelAlias's objectID
 	for i := range aliases {
 		ma := &aliases[i]
-		a, res := compileAlias(ma, st.Providers, served, owner)
+		id := objectID(in.Namespace, ma)
+		a, res := compileAlias(ma, id, providerScope(in.Namespace, ma), st.Providers, served, owner)
 		res.compiledFrom(&ma.ObjectMeta)
-		st.Aliases[ma.Name] = res
+		st.Aliases[id] = res
 		if res.InSnapshot {
 			aliasServed[a.Name] = true
-			aliasObject[a.Name] = ma.Name
+			aliasObject[a.Name] = id
 			snap.Aliases = append(snap.Aliases, a)
 		}
 	}
@@ -174,7 +182,7 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 	groups := slices.Clone(in.Groups)
 	slices.SortFunc(groups, func(a, b v1alpha1.BudgetGroup) int { return olderFirst(&a.ObjectMeta, &b.ObjectMeta) })
 	for i := range groups {
-		g, res := compileGroup(&groups[i], &currency)
+		g, res := compileGroup(&groups[i], objectID(in.Namespace, &groups[i]), &currency)
 		res.compiledFrom(&groups[i].ObjectMeta)
 		st.Groups[g.Name] = res
 		if res.InSnapshot {
@@ -182,6 +190,7 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 		}
 	}
 
+	beforeKeys := currency
 	// Pointers, not copies: a GatewayKey is a large struct, and copying
 	// 50,000 of them was a noticeable part of a compilation.
 	keys := make([]*v1alpha1.GatewayKey, len(in.Keys))
@@ -192,27 +201,24 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 	prefixOwner, hashOwner := make(map[string]string, len(keys)), make(map[string]string, len(keys))
 	snap.Keys = make([]snapshot.Key, 0, len(keys))
 	for _, gk := range keys {
-		k, res := compileKey(in.Now, gk, in.Memo.key(gk), aliasServed, prefixOwner, hashOwner, &currency)
-		groupResult(&k, &res, st.Groups)
-		res.compiledFrom(&gk.ObjectMeta)
-		st.Keys[gk.Name] = res
+		k, res := compileKeyIn(in.Now, gk, in.Memo.key(in.Namespace, gk), aliasServed, prefixOwner, hashOwner, &currency, st.Groups)
+		st.Keys[k.ID] = res
 		if res.InSnapshot {
 			snap.Keys = append(snap.Keys, k)
 		}
-		if e := gk.Spec.ExpiresAt; e != nil && e.After(in.Now) && (st.NextExpiry == nil || e.Time.Before(*st.NextExpiry)) {
-			t := e.UTC()
-			st.NextExpiry = &t
-		}
+		st.NextExpiry = sooner(st.NextExpiry, gk, in.Now)
 	}
 
-	in.Memo.retain(in.Keys)
+	in.Memo.retain(in.Namespace, in.Keys)
 	// Encoding normalizes and sets the version; every object was validated
 	// on its own above (each key by ValidateKey), so an error here is a bug,
 	// and the reconciler refuses to publish such a snapshot.
-	if err := snapshot.SealCheckedKeysWith(&snap, in.Memo.piece); err != nil {
+	patcher, err := in.Memo.seal(&snap)
+	if err != nil {
 		st.Invalid = err
 	}
 	setDigests(&snap, &st, aliasObject, in.Memo)
+	in.Memo.remember(in, snap, st, claims{aliasServed, beforeKeys, prefixOwner, hashOwner}, patcher)
 	return snap, st
 }
 
@@ -257,13 +263,18 @@ func digest(entry any) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// olderFirst orders by creation time, then name: the order in which objects
-// claim a contested name.
+// olderFirst orders by creation time, then name, then namespace: the order
+// in which objects claim a contested name. A total order, so that objects
+// of two namespaces with one name and one creation second claim the same
+// way whatever order they are listed in.
 func olderFirst(a, b *metav1.ObjectMeta) int {
 	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 		return c
 	}
-	return cmp.Compare(a.Name, b.Name)
+	if c := cmp.Compare(a.Name, b.Name); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Namespace, b.Namespace)
 }
 
 // The conditions of a healthy key, made once: Sprintf for two constant
@@ -295,6 +306,11 @@ func compileProvider(in Inputs, pe *v1alpha1.ProviderEndpoint) (snapshot.Provide
 	// carry credentials (user:pass@host).
 	var res ProviderResult
 	res.Accepted = isTrue(v1alpha1.ReasonAccepted, "the spec is valid")
+	if pe.Namespace != "" && pe.Namespace != in.Namespace {
+		res.Accepted = isFalse(v1alpha1.ReasonNamespaceNotAllowed, "ProviderEndpoints are compiled in namespace %s only, where the gateways read their credentials and call their Services; aliases in any watched namespace route to the ProviderEndpoints of %s", in.Namespace, in.Namespace)
+		res.ResolvedRefs = isFalse(v1alpha1.ReasonNamespaceNotAllowed, "not resolved: the ProviderEndpoint is not compiled")
+		return p, res
+	}
 	var errs []error
 	if t := s.Timeouts; t != nil {
 		errs = append(errs, setMs(&p.ConnectTimeoutMs, "timeouts.connect", t.Connect), setMs(&p.ResponseHeaderTimeoutMs, "timeouts.responseHeader", t.ResponseHeader))
@@ -360,7 +376,9 @@ func compileProvider(in Inputs, pe *v1alpha1.ProviderEndpoint) (snapshot.Provide
 	return p, res
 }
 
-func compileAlias(ma *v1alpha1.ModelAlias, providers map[string]ProviderResult, served map[string]snapshot.Provider, owner map[string]string) (snapshot.Alias, AliasResult) {
+// compileAlias compiles ma, named id (objectID); scope follows a provider
+// that is not found, to say where it was looked for.
+func compileAlias(ma *v1alpha1.ModelAlias, id, scope string, providers map[string]ProviderResult, served map[string]snapshot.Provider, owner map[string]string) (snapshot.Alias, AliasResult) {
 	s := ma.Spec
 	name := cmp.Or(s.Alias, ma.Name)
 	a := snapshot.Alias{
@@ -403,7 +421,7 @@ func compileAlias(ma *v1alpha1.ModelAlias, providers map[string]ProviderResult, 
 		if prev, taken := owner[name]; taken {
 			res.Accepted = isFalse(v1alpha1.ReasonAliasConflict, "alias %q is already claimed by the older ModelAlias %q", keyformat.Redact(name), prev)
 		} else {
-			owner[name] = ma.Name
+			owner[name] = id
 		}
 	}
 
@@ -426,7 +444,7 @@ func compileAlias(ma *v1alpha1.ModelAlias, providers map[string]ProviderResult, 
 		switch {
 		case !known:
 			missing = true
-			problems = append(problems, fmt.Sprintf("%s %s: ProviderEndpoint %q not found", role, routeString(r), r.Provider))
+			problems = append(problems, fmt.Sprintf("%s %s: ProviderEndpoint %q not found%s", role, routeString(r), r.Provider, scope))
 		default:
 			problems = append(problems, fmt.Sprintf("%s %s: ProviderEndpoint %q is not ready (%s)", role, routeString(r), r.Provider, notReadyReason(pr.Result)))
 		}
@@ -503,6 +521,27 @@ func notReadyReason(r Result) string {
 	return r.ResolvedRefs.Reason
 }
 
+// compileKeyIn is compileKey in the compilation: the key's group counts it
+// (groups is changed) and says whether it exists, and the result names
+// the object it was compiled from. The full compile and the patch
+// (compileincr.go) compile each key through it.
+func compileKeyIn(now time.Time, gk *v1alpha1.GatewayKey, m *keyMemo, aliases map[string]bool, prefixOwner, hashOwner map[string]string, currency *currencyOwner, groups map[string]GroupResult) (snapshot.Key, KeyResult) {
+	k, res := compileKey(now, gk, m, aliases, prefixOwner, hashOwner, currency)
+	groupResult(&k, &res, groups)
+	res.compiledFrom(&gk.ObjectMeta)
+	return k, res
+}
+
+// sooner is next, or gk's expiry when that comes after now and before
+// next: the NextExpiry of Statuses.
+func sooner(next *time.Time, gk *v1alpha1.GatewayKey, now time.Time) *time.Time {
+	if e := gk.Spec.ExpiresAt; e != nil && e.After(now) && (next == nil || e.Time.Before(*next)) {
+		t := e.UTC()
+		return &t
+	}
+	return next
+}
+
 func compileKey(now time.Time, gk *v1alpha1.GatewayKey, m *keyMemo, aliases map[string]bool, prefixOwner, hashOwner map[string]string, currency *currencyOwner) (snapshot.Key, KeyResult) {
 	s := gk.Spec
 	k := m.key
@@ -520,9 +559,9 @@ func compileKey(now time.Time, gk *v1alpha1.GatewayKey, m *keyMemo, aliases map[
 	} else if why := currency.budgetMismatch(k.Budget); why != "" {
 		res.Accepted = isFalse(v1alpha1.ReasonInvalidSpec, "%s", why)
 	} else {
-		prefixOwner[k.Prefix], hashOwner[k.Hash] = gk.Name, gk.Name
+		prefixOwner[k.Prefix], hashOwner[k.Hash] = k.ID, k.ID
 		if k.Budget != nil {
-			currency.claimBudget(fmt.Sprintf("GatewayKey %q", gk.Name), k.Budget)
+			currency.claimBudget(fmt.Sprintf("GatewayKey %q", k.ID), k.Budget)
 		}
 	}
 

@@ -14,12 +14,20 @@ import (
 // (spec changes bump the generation). At 50,000 keys, validating every key
 // (hash, plaintext scan) and hashing every entry again for a one-key
 // change was most of a compilation. What depends on other objects (claims
-// on prefix and hash, served aliases, currency, expiry) is decided afresh
-// every time. The zero value is ready; nil remembers nothing.
+// on prefix and hash, served aliases, currency, expiry) is decided afresh,
+// in full or, when only keys changed, for the keys that changed
+// (compileincr.go). The zero value is ready; nil remembers nothing.
 //
 // Not safe for concurrent use: the reconciler compiles one at a time.
 type CompileMemo struct {
-	keys map[string]*keyMemo // by object name
+	keys map[string]*keyMemo // by objectID
+	// last is the last compilation when patch may change it (compileincr.go).
+	last *lastRound
+	// stamp numbers the walks over the objects (compileincr.go).
+	stamp uint64
+	// patches counts the compilations patched (tests tell from it that
+	// they exercised patch).
+	patches int
 }
 
 // NewCompileMemo returns an empty memo.
@@ -28,6 +36,9 @@ func NewCompileMemo() *CompileMemo { return &CompileMemo{} }
 type keyMemo struct {
 	uid        types.UID
 	generation int64
+	// slot is the key's in the last round's keySlots (compileincr.go);
+	// next to what the walk over the keys reads, in one cache line.
+	slot int32
 	// key is the normalized entry with every model of the spec; shared
 	// with compiled snapshots, so never written after it is made.
 	key         snapshot.Key
@@ -44,32 +55,35 @@ type keyMemo struct {
 }
 
 // key returns gk's memo entry, made now if gk is new or changed. Objects
-// without a UID or generation (built in tests) are compiled afresh.
-func (m *CompileMemo) key(gk *v1alpha1.GatewayKey) *keyMemo {
+// without a UID or generation (built in tests) are compiled afresh. home is
+// the controller's namespace (objectID).
+func (m *CompileMemo) key(home string, gk *v1alpha1.GatewayKey) *keyMemo {
+	id := objectID(home, gk)
 	cacheable := m != nil && gk.UID != "" && gk.Generation != 0
 	if cacheable {
-		if e, ok := m.keys[gk.Name]; ok && e.uid == gk.UID && e.generation == gk.Generation {
+		if e, ok := m.keys[id]; ok && e.uid == gk.UID && e.generation == gk.Generation {
 			return e
 		}
 	}
-	e := newKeyMemo(gk)
+	e := newKeyMemo(home, gk)
 	switch {
 	case cacheable:
 		if m.keys == nil {
 			m.keys = map[string]*keyMemo{}
 		}
-		m.keys[gk.Name] = e
+		m.keys[id] = e
 	case m != nil:
-		delete(m.keys, gk.Name) // every entry describes the object compiled now
+		delete(m.keys, id) // every entry describes the object compiled now
 	}
 	return e
 }
 
-func newKeyMemo(gk *v1alpha1.GatewayKey) *keyMemo {
+func newKeyMemo(home string, gk *v1alpha1.GatewayKey) *keyMemo {
 	s := gk.Spec
 	e := &keyMemo{uid: gk.UID, generation: gk.Generation}
-	k := snapshot.Key{ID: gk.Name, Prefix: s.KeyPrefix, Hash: s.KeyHash, Disabled: s.Disabled, Models: append([]string(nil), s.Models...)}
+	k := snapshot.Key{ID: objectID(home, gk), Prefix: s.KeyPrefix, Hash: s.KeyHash, Disabled: s.Disabled, Models: append([]string(nil), s.Models...)}
 	keyQuotas(&s, &k)
+	k.Group = qualify(home, gk.Namespace, s.Group) // a key's group is in its own namespace
 	if s.RateLimit != nil {
 		k.RateLimit = snapshot.RateLimit{RPM: int(s.RateLimit.RequestsPerMinute), Burst: int(s.RateLimit.Burst)}
 	}
@@ -130,13 +144,13 @@ func (m *CompileMemo) piece(k *snapshot.Key) []byte {
 
 // retain forgets keys that are gone. Every key compiled has an entry (or
 // none), so only more entries than keys means some are stale.
-func (m *CompileMemo) retain(keys []v1alpha1.GatewayKey) {
+func (m *CompileMemo) retain(home string, keys []v1alpha1.GatewayKey) {
 	if m == nil || len(m.keys) <= len(keys) {
 		return
 	}
 	present := make(map[string]bool, len(keys))
 	for i := range keys {
-		present[keys[i].Name] = true
+		present[objectID(home, &keys[i])] = true
 	}
 	for name := range m.keys {
 		if !present[name] {

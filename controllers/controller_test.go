@@ -62,12 +62,25 @@ func snapshotConfigMaps(ns string) []corev1.ConfigMap {
 	return l.Items
 }
 
-func aliasNames(s *snapshot.Snapshot) []string {
+// namesOf is name of each entry, in order (nil for none).
+func namesOf[T any](entries []T, name func(*T) string) []string {
 	var n []string
-	for _, a := range s.Aliases {
-		n = append(n, a.Name)
+	for i := range entries {
+		n = append(n, name(&entries[i]))
 	}
 	return n
+}
+
+func aliasNames(s *snapshot.Snapshot) []string {
+	return namesOf(s.Aliases, func(a *snapshot.Alias) string { return a.Name })
+}
+
+func providerNames(s *snapshot.Snapshot) []string {
+	return namesOf(s.Providers, func(p *snapshot.Provider) string { return p.Name })
+}
+
+func keyIDs(s *snapshot.Snapshot) []string {
+	return namesOf(s.Keys, func(k *snapshot.Key) string { return k.ID })
 }
 
 // conditionOf reads obj and returns its condition typ as "Status/Reason",

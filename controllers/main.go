@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -31,7 +32,12 @@ import (
 
 // Options configure the controller; Main fills them from flags, tests directly.
 type Options struct {
-	Namespace        string
+	// Namespace is the controller's own: the snapshot, the leader Lease and
+	// the ProviderEndpoints live there.
+	Namespace string
+	// WatchNamespaces are more namespaces whose ModelAliases, GatewayKeys
+	// and BudgetGroups are compiled (keys in team namespaces, say).
+	WatchNamespaces  []string
 	ConfigMapName    string
 	LeaderElect      bool
 	LeaderElectionID string
@@ -90,6 +96,10 @@ func Main(ctx context.Context, args []string) error {
 	o := Options{}
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig `file` (default: in-cluster, or $KUBECONFIG)")
 	fs.StringVar(&o.Namespace, "namespace", envOr("POD_NAMESPACE", snapshot.DefaultNamespace), "`namespace` whose objects are compiled and where the snapshot ConfigMap lives ($POD_NAMESPACE when set)")
+	fs.Func("watch-namespaces", "comma-separated `namespaces` besides --namespace whose ModelAliases, GatewayKeys and BudgetGroups are compiled too (ProviderEndpoints only in --namespace); the controller needs a Role in each", func(v string) error {
+		o.WatchNamespaces = append(o.WatchNamespaces, strings.Split(v, ",")...)
+		return nil
+	})
 	fs.StringVar(&o.ConfigMapName, "configmap", snapshot.DefaultConfigMapName, "`name` of the snapshot ConfigMap")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "hold a Lease so that only one replica writes")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", DefaultLeaderElectionID, "`name` of the leader-election Lease")
@@ -181,6 +191,15 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, *Re
 	if o.Namespace == "" {
 		return nil, nil, errors.New("a namespace is required")
 	}
+	watched, err := WatchedNamespaces(o.Namespace, o.WatchNamespaces)
+	if err != nil {
+		return nil, nil, err
+	}
+	home := map[string]cache.Config{o.Namespace: {}}
+	all := make(map[string]cache.Config, len(watched))
+	for _, ns := range watched {
+		all[ns] = cache.Config{}
+	}
 	if o.ConfigMapName == "" {
 		o.ConfigMapName = snapshot.DefaultConfigMapName
 	}
@@ -200,24 +219,25 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, *Re
 	mopts := ctrl.Options{
 		Scheme: scheme,
 		Logger: log,
-		// Namespace-scoped everything: the Role in config/rbac grants nothing
-		// cluster-wide, and one controller serves one namespace.
+		// Namespace-scoped everything: the Roles grant nothing cluster-wide.
+		// The four kinds are watched in every watched namespace; what they
+		// reference, and the gateways, only in the controller's own.
 		Cache: cache.Options{
-			DefaultNamespaces: map[string]cache.Config{o.Namespace: {}},
+			DefaultNamespaces: all,
 			DefaultTransform:  trimForCache,
 			ByObject: map[client.Object]cache.ByObject{
 				// The snapshot's head and parts (metadata only: the watch is
 				// there to repair edits and deletions, publish reads uncached).
-				&corev1.ConfigMap{}: {Label: snapshotSelector(o.ConfigMapName)},
+				&corev1.ConfigMap{}: {Namespaces: home, Label: snapshotSelector(o.ConfigMapName)},
 				// Only names and data keys are kept: credential values (and the
 				// last-applied annotation that would repeat them) never sit in
 				// this process's memory.
-				&corev1.Secret{}: {Transform: stripSecret},
+				&corev1.Secret{}: {Namespaces: home, Transform: stripSecret},
 				// Only names and port numbers: whether a ProviderEndpoint's
 				// spec.service exists with its port (servicerefs.go).
-				&corev1.Service{}: {Transform: stripService},
+				&corev1.Service{}: {Namespaces: home, Transform: stripService},
 				// Only the gateway Pods: whether each is ready decides Programmed.
-				&corev1.Pod{}: {Label: gatewaySelector},
+				&corev1.Pod{}: {Namespaces: home, Label: gatewaySelector},
 			},
 		},
 		Metrics:                       metricsOptions(o),
@@ -245,15 +265,16 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, *Re
 		return nil, nil, fmt.Errorf("adding ready check: %w", err)
 	}
 	r := &Reconciler{
-		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
-		Namespace:     o.Namespace,
-		ConfigMapName: o.ConfigMapName,
-		Limits:        o.Limits,
-		Debounce:      o.Debounce,
-		DebounceMax:   max(o.DebounceMax, o.Debounce),
-		Log:           log.WithName("snapshot"),
-		Recorder:      mgr.GetEventRecorder(FieldOwner),
+		Client:          mgr.GetClient(),
+		APIReader:       mgr.GetAPIReader(),
+		Namespace:       o.Namespace,
+		WatchNamespaces: watched[1:],
+		ConfigMapName:   o.ConfigMapName,
+		Limits:          o.Limits,
+		Debounce:        o.Debounce,
+		DebounceMax:     max(o.DebounceMax, o.Debounce),
+		Log:             log.WithName("snapshot"),
+		Recorder:        mgr.GetEventRecorder(FieldOwner),
 	}
 	r.delivery.ShardBytes = o.ShardBytes
 	statusClient, err := client.New(withRate(cfg, o.StatusQPS, DefaultStatusQPS, o.StatusBurst, DefaultStatusBurst), client.Options{Scheme: scheme})
@@ -279,7 +300,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 	if err != nil {
 		return err
 	}
-	log.Info("starting controller", "namespace", o.Namespace, "configMap", o.ConfigMapName, "leaderElect", o.LeaderElect)
+	log.Info("starting controller", "namespace", o.Namespace, "watchNamespaces", o.WatchNamespaces, "configMap", o.ConfigMapName, "leaderElect", o.LeaderElect)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}

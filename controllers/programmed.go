@@ -21,7 +21,7 @@ import (
 // first publication from which on the published snapshots carried its
 // current entry, and for each recent version, its latest publication.
 
-// objectRef names one object of the namespace.
+// objectRef names one object of the watched namespaces (Name: objectID).
 type objectRef struct{ Kind, Name string }
 
 type mark struct {

@@ -313,4 +313,72 @@ stringData: {apiKey: sk-test}`, rbacNS)
 			Expect(forbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", what, err)
 		}
 	})
+
+	It("lets the controller compile a watched namespace with config/rbac/watched_namespace there, and do nothing else in it", func(ctx SpecContext) {
+		const team = "rbac-team"
+		Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team}})).To(Succeed())
+		paths, err := filepath.Glob(filepath.Join("..", "config", "rbac", "watched_namespace", "*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(paths).To(HaveLen(2))
+		apply(k8sClient, filesYAML(paths...), team)
+		apply(k8sClient, `apiVersion: v1
+kind: Secret
+metadata: {name: team-secret}
+stringData: {apiKey: sk-test}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: team-config}
+---
+apiVersion: llmgw.dev/v1alpha1
+kind: ModelAlias
+metadata: {name: team-chat}
+spec: {primary: {provider: alpha, model: a2}}
+---
+apiVersion: llmgw.dev/v1alpha1
+kind: GatewayKey
+metadata: {name: team-key}
+spec:
+  keyHash: "sha256:5555555555555555555555555555555555555555555555555555555555555555"
+  keyPrefix: lgw_rbacteam00
+  models: ["team-chat"]`, team)
+
+		var errs errorLog
+		o := Options{Namespace: rbacNS, WatchNamespaces: []string{team}, MetricsAddr: "0",
+			Debounce: 50 * time.Millisecond, DebounceMax: 500 * time.Millisecond, SkipNameValidation: true}
+		mgr, _, err := NewManager(impersonate("llmgw-controller"), o, errs.logger())
+		Expect(err).NotTo(HaveOccurred())
+		mctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer GinkgoRecover()
+			defer close(done)
+			Expect(mgr.Start(mctx)).To(Succeed())
+		}()
+		defer func() {
+			cancel()
+			Eventually(done, 30*time.Second).Should(BeClosed())
+		}()
+		Eventually(keyReady(team, "team-key"), eventually).Should(Equal(inSnapshot))
+		Eventually(aliasReady(team, "team-chat"), eventually).Should(Equal(inSnapshot))
+		Eventually(eventsOf(team, "GatewayKey", "team-key"), eventually).ShouldNot(BeEmpty())
+		Expect(errs.matching("forbidden")).To(BeEmpty())
+
+		c := controllerClient
+		denied := map[string]error{
+			"get a Secret there":          c.Get(ctx, client.ObjectKey{Namespace: team, Name: "team-secret"}, &corev1.Secret{}),
+			"list Secrets there":          c.List(ctx, &corev1.SecretList{}, client.InNamespace(team)),
+			"list ConfigMaps there":       c.List(ctx, &corev1.ConfigMapList{}, client.InNamespace(team)),
+			"create a ConfigMap there":    c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: snapshot.DefaultConfigMapName}}),
+			"list Services there":         c.List(ctx, &corev1.ServiceList{}, client.InNamespace(team)),
+			"list Pods there":             c.List(ctx, &corev1.PodList{}, client.InNamespace(team)),
+			"update a CR spec there":      c.Update(ctx, &v1alpha1.GatewayKey{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "team-key"}}),
+			"create a CR there":           c.Create(ctx, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "new"}}),
+			"create a Lease there":        c.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "x"}}),
+			"list CRs in an unwatched ns": c.List(ctx, &v1alpha1.GatewayKeyList{}, client.InNamespace("elsewhere")),
+		}
+		for what, err := range denied {
+			Expect(forbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", what, err)
+		}
+	})
 })

@@ -89,10 +89,15 @@ type Reconciler struct {
 	Client client.Client
 	// APIReader reads the ConfigMap uncached, so the "only on change" check
 	// never compares against a cache that has not seen our last write.
-	APIReader     client.Reader
-	Namespace     string
-	ConfigMapName string
-	Limits        snapshot.Limits
+	APIReader client.Reader
+	// Namespace is the controller's own: the snapshot, the ProviderEndpoints
+	// and the Secrets and Services they reference are there.
+	Namespace string
+	// WatchNamespaces are the other namespaces whose ModelAliases,
+	// GatewayKeys and BudgetGroups are compiled too (namespaces.go).
+	WatchNamespaces []string
+	ConfigMapName   string
+	Limits          snapshot.Limits
 	// Debounce is the quiet period after the last event before compiling;
 	// DebounceMax bounds the wait under a continuous stream of events.
 	Debounce, DebounceMax time.Duration
@@ -275,6 +280,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	t1 := time.Now()
 	snap, st := Compile(in)
 	compiles.Inc()
+	// Compile may have patched the last compilation's statuses in place
+	// (compileincr.go): that compilation is gone, whether or not this
+	// round gets as far as recording st.
+	r.forceCompile()
 	// Where a change's time goes, on the publish line: since the burst's
 	// first event (debounce and any round still running before this one),
 	// listing, compiling.
@@ -306,8 +315,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 	if writeErr == nil {
 		r.compiled = &compilation{st: st}
-	} else {
-		r.forceCompile()
 	}
 	if err := r.updateStatuses(ctx, in, st, round); err != nil {
 		return reconcile.Result{}, errors.Join(writeErr, err)
@@ -382,19 +389,28 @@ func (r *Reconciler) inputs(ctx context.Context) (Inputs, error) {
 	in := Inputs{Namespace: r.Namespace, Now: r.now(), Limits: r.Limits, Secrets: map[string][]string{}, Services: map[string][]int32{}, Memo: r.memo}
 	// No deep copy of 50,000 objects per reconcile: Compile and the status
 	// pass only read them (the status pass copies what it changes).
-	ns := []client.ListOption{client.InNamespace(r.Namespace), client.UnsafeDisableDeepCopy}
-	var pl v1alpha1.ProviderEndpointList
-	var al v1alpha1.ModelAliasList
-	var kl v1alpha1.GatewayKeyList
-	var gl v1alpha1.BudgetGroupList
 	var sl corev1.SecretList
 	var svl corev1.ServiceList
-	for _, l := range []client.ObjectList{&pl, &al, &kl, &gl, &sl, &svl} {
-		if err := r.Client.List(ctx, l, ns...); err != nil {
-			return in, fmt.Errorf("listing %T: %w", l, err)
+	for _, ns := range append([]string{r.Namespace}, r.WatchNamespaces...) {
+		opts := []client.ListOption{client.InNamespace(ns), client.UnsafeDisableDeepCopy}
+		var pl v1alpha1.ProviderEndpointList
+		var al v1alpha1.ModelAliasList
+		var kl v1alpha1.GatewayKeyList
+		var gl v1alpha1.BudgetGroupList
+		lists := []client.ObjectList{&pl, &al, &kl, &gl}
+		if ns == r.Namespace {
+			lists = append(lists, &sl, &svl)
 		}
+		for _, l := range lists {
+			if err := r.Client.List(ctx, l, opts...); err != nil {
+				return in, fmt.Errorf("listing %T in namespace %s: %w", l, ns, err)
+			}
+		}
+		// Providers elsewhere are listed only to be told why they are not
+		// compiled (NamespaceNotAllowed), never silently ignored.
+		in.Providers, in.Aliases = appendAll(in.Providers, pl.Items), appendAll(in.Aliases, al.Items)
+		in.Keys, in.Groups = appendAll(in.Keys, kl.Items), appendAll(in.Groups, gl.Items)
 	}
-	in.Providers, in.Aliases, in.Keys, in.Groups = pl.Items, al.Items, kl.Items, gl.Items
 	for i := range sl.Items {
 		in.Secrets[sl.Items[i].Name] = secretKeys(&sl.Items[i])
 	}
@@ -402,4 +418,13 @@ func (r *Reconciler) inputs(ctx context.Context) (Inputs, error) {
 		in.Services[svl.Items[i].Name] = servicePorts(&svl.Items[i])
 	}
 	return in, nil
+}
+
+// appendAll is append that keeps the list's own slice when there is nothing
+// to add to: the common single-namespace case copies no objects.
+func appendAll[T any](to, items []T) []T {
+	if len(to) == 0 {
+		return items
+	}
+	return append(to, items...)
 }

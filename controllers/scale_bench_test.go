@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/llmgw/llmgw/api/keyformat"
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
 	"github.com/llmgw/llmgw/test/testutil"
@@ -56,10 +58,20 @@ func scaleInputs(keys, aliases int) Inputs {
 	return in
 }
 
+// compileEveryKey compiles in and fails b unless every key is served.
+func compileEveryKey(b *testing.B, in Inputs) {
+	b.Helper()
+	if snap, st := Compile(in); len(snap.Keys) != len(in.Keys) || st.Invalid != nil {
+		b.Fatalf("%d of %d keys compiled (%v)", len(snap.Keys), len(in.Keys), st.Invalid)
+	}
+}
+
 // BenchmarkScaleReconcileCPU splits a reconcile's CPU work into its steps:
 // the pure Compile, Encode (validate, canonical form, version) and, for a
 // one-key change, Split against the previous head (what publish computes
-// before it writes one shard and the head).
+// before it writes one shard and the head). The compile-memo cases compile
+// as the reconciler does: key changes patch the last compilation
+// (compileincr.go), a provider's change compiles in full.
 func BenchmarkScaleReconcileCPU(b *testing.B) {
 	in := scaleInputs(50_000, 1_000)
 	b.Run("compile", func(b *testing.B) {
@@ -70,20 +82,47 @@ func BenchmarkScaleReconcileCPU(b *testing.B) {
 			}
 		})
 	})
-	b.Run("compile-memo-one-key-changed", func(b *testing.B) {
-		in := in
-		in.Keys = slices.Clone(in.Keys)
-		in.Memo = NewCompileMemo()
+	// warm is in on copied slices with a memo that has compiled it once.
+	warm := func(in Inputs) Inputs {
+		in.Keys, in.Providers, in.Memo = slices.Clone(in.Keys), slices.Clone(in.Providers), NewCompileMemo()
 		Compile(in)
+		return in
+	}
+	b.Run("compile-memo-one-key-changed", func(b *testing.B) {
+		in := warm(in)
 		i := 0
 		testutil.CPUPerOp(b, func() {
 			i++
 			k := &in.Keys[i%len(in.Keys)]
 			k.Spec.Disabled = !k.Spec.Disabled
 			k.Generation++
-			if snap, st := Compile(in); len(snap.Keys) != len(in.Keys) || st.Invalid != nil {
-				b.Fatalf("%d of %d keys compiled (%v)", len(snap.Keys), len(in.Keys), st.Invalid)
+			compileEveryKey(b, in)
+		})
+	})
+	b.Run("compile-memo-key-created-and-deleted", func(b *testing.B) {
+		// A key created (in the middle of the id order) and the one created
+		// before deleted: both change where the keys after them sit.
+		in := warm(in)
+		i := 0
+		testutil.CPUPerOp(b, func() {
+			i++
+			k := in.Keys[len(in.Keys)/2]
+			k.Name, k.UID = fmt.Sprintf("team-0500-new-%06d", i), types.UID(fmt.Sprintf("uid-new-%d", i))
+			k.Spec.KeyPrefix, k.Spec.KeyHash = fmt.Sprintf("lgw_new%07d", i), keyformat.Hash(fmt.Sprint("new-", i))
+			if i > 1 {
+				in.Keys = in.Keys[:len(in.Keys)-1]
 			}
+			in.Keys = append(in.Keys, k)
+			compileEveryKey(b, in)
+		})
+	})
+	b.Run("compile-memo-provider-changed", func(b *testing.B) {
+		// Not a key: compiled in full, with every key's own compilation
+		// kept (and the compilation kept for the next patch).
+		in := warm(in)
+		testutil.CPUPerOp(b, func() {
+			in.Providers[0].Generation++
+			compileEveryKey(b, in)
 		})
 	})
 	snap, _ := Compile(in)

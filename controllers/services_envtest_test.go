@@ -9,17 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/v1alpha1"
 )
-
-func providerNames(s *snapshot.Snapshot) []string {
-	var n []string
-	for _, p := range s.Providers {
-		n = append(n, p.Name)
-	}
-	return n
-}
 
 var _ = Describe("in-cluster provider Services", func() {
 	It("resolves a ProviderEndpoint's Service once it exists, and notices its ports change and its deletion, without any change to the ProviderEndpoint", func(ctx SpecContext) {

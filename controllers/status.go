@@ -39,8 +39,9 @@ func (r *Reconciler) updateStatuses(ctx context.Context, in Inputs, st Statuses,
 	}
 	for i := range in.Providers {
 		orig := &in.Providers[i]
-		res := st.Providers[orig.Name]
-		if o := p.wants(orig, "ProviderEndpoint", res.Result, res.BaseURL); o != nil {
+		id := objectID(r.Namespace, orig)
+		res := st.Providers[id]
+		if o := p.wants(orig, "ProviderEndpoint", id, res.Result, res.BaseURL); o != nil {
 			o := o.(*v1alpha1.ProviderEndpoint)
 			o.Status.BaseURL = res.BaseURL
 			p.update(o, orig, &o.Status.CommonStatus, &orig.Status, &o.Status)
@@ -48,8 +49,9 @@ func (r *Reconciler) updateStatuses(ctx context.Context, in Inputs, st Statuses,
 	}
 	for i := range in.Aliases {
 		orig := &in.Aliases[i]
-		res := st.Aliases[orig.Name]
-		if o := p.wants(orig, "ModelAlias", res.Result, aliasFields(res)); o != nil {
+		id := objectID(r.Namespace, orig)
+		res := st.Aliases[id]
+		if o := p.wants(orig, "ModelAlias", id, res.Result, aliasFields(res)); o != nil {
 			o := o.(*v1alpha1.ModelAlias)
 			o.Status.Alias, o.Status.Primary, o.Status.Fallback, o.Status.Routes = res.Alias, res.Primary, res.Fallback, res.Routes
 			p.update(o, orig, &o.Status.CommonStatus, &orig.Status, &o.Status)
@@ -57,8 +59,9 @@ func (r *Reconciler) updateStatuses(ctx context.Context, in Inputs, st Statuses,
 	}
 	for i := range in.Keys {
 		orig := &in.Keys[i]
-		res := st.Keys[orig.Name]
-		if o := p.wants(orig, "GatewayKey", res.Result, res.Fingerprint); o != nil {
+		id := objectID(r.Namespace, orig)
+		res := st.Keys[id]
+		if o := p.wants(orig, "GatewayKey", id, res.Result, res.Fingerprint); o != nil {
 			o := o.(*v1alpha1.GatewayKey)
 			o.Status.Fingerprint = res.Fingerprint
 			p.update(o, orig, &o.Status.CommonStatus, &orig.Status, &o.Status)
@@ -66,8 +69,9 @@ func (r *Reconciler) updateStatuses(ctx context.Context, in Inputs, st Statuses,
 	}
 	for i := range in.Groups {
 		orig := &in.Groups[i]
-		res := st.Groups[orig.Name]
-		if o := p.wants(orig, "BudgetGroup", res.Result, res.Keys); o != nil {
+		id := objectID(r.Namespace, orig)
+		res := st.Groups[id]
+		if o := p.wants(orig, "BudgetGroup", id, res.Result, res.Keys); o != nil {
 			o := o.(*v1alpha1.BudgetGroup)
 			o.Status.Keys = res.Keys
 			p.update(o, orig, &o.Status.CommonStatus, &orig.Status, &o.Status)
@@ -105,9 +109,9 @@ type statusPass struct {
 // status on, or nil when the status is the one already verified in place
 // for this very resourceVersion (wantedStatus): at 50,000 objects, copying
 // and comparing every status on every reconcile was most of its time.
-// extra is the kind's own status fields (comparable).
-func (p *statusPass) wants(obj client.Object, kind string, res Result, extra any) client.Object {
-	ref := objectRef{kind, obj.GetName()}
+// id is obj's objectID; extra is the kind's own status fields (comparable).
+func (p *statusPass) wants(obj client.Object, kind, id string, res Result, extra any) client.Object {
+	ref := objectRef{kind, id}
 	p.seen[ref] = true
 	if !res.describes(obj) {
 		// Listed after the compilation it would need (statusesOnly): its

@@ -83,7 +83,7 @@ func newStatusWriter(c client.Client, workers int, log logr.Logger) *statusWrite
 }
 
 func keyOf(obj client.Object) statusKey {
-	return statusKey{kind: fmt.Sprintf("%T", obj), name: obj.GetName()}
+	return statusKey{kind: fmt.Sprintf("%T", obj), name: obj.GetNamespace() + "/" + obj.GetName()}
 }
 
 // enqueue hands over obj's wanted status (orig: as read) and says whether

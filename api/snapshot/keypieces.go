@@ -2,8 +2,6 @@ package snapshot
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"reflect"
 )
 
@@ -25,7 +23,8 @@ var keysAt = []byte("\n  \"keys\": []")
 
 // CanonicalKey is k's piece of the canonical encoding, exactly as Encode
 // writes it inside the keys array; nil if the one-pass encoder does not
-// cover Key (the tree then does the work: SealCheckedKeysWith falls back).
+// cover Key (the tree then does the work: the seal falls back to
+// computeVersion).
 func CanonicalKey(k *Key) []byte {
 	p := planFor(reflect.TypeFor[Key]())
 	if p == nil {
@@ -38,49 +37,24 @@ func CanonicalKey(k *Key) []byte {
 	return b
 }
 
-// versionWithPieces is computeVersion for a normalized s whose keys'
-// pieces come from piece (nil: CanonicalKey), hashed as they are written:
-// the keys are neither encoded again nor held as one 18 MB buffer.
-// ok=false means the one-pass encoder does not cover something.
-func versionWithPieces(s *Snapshot, piece func(*Key) []byte) (string, bool) {
+// blankAroundKeys is the canonical encoding of s without keys (and without
+// a version) and where the keys go in it: at is its keys array's closing
+// bracket. ok=false means the one-pass encoder does not cover something.
+func blankAroundKeys(s *Snapshot) (blank []byte, at int, ok bool) {
 	c := *s
 	c.Version, c.Keys = "", []Key{}
 	p := planFor(reflect.TypeOf(&c))
 	if p == nil {
-		return "", false
+		return nil, 0, false
 	}
-	blank, ok := p(nil, reflect.ValueOf(&c), 0)
+	blank, ok = p(nil, reflect.ValueOf(&c), 0)
 	if !ok {
-		return "", false
+		return nil, 0, false
 	}
 	blank = append(blank, '\n')
 	i := bytes.Index(blank, keysAt)
 	if i < 0 {
-		return "", false
+		return nil, 0, false
 	}
-	at := i + len(keysAt) - 1 // the closing bracket
-	h := sha256.New()
-	h.Write(blank[:at])
-	for j := range s.Keys {
-		k := &s.Keys[j]
-		var b []byte
-		if piece != nil {
-			b = piece(k)
-		}
-		if b == nil {
-			if b = CanonicalKey(k); b == nil {
-				return "", false
-			}
-		}
-		if j > 0 {
-			h.Write([]byte{','})
-		}
-		h.Write([]byte("\n    "))
-		h.Write(b)
-	}
-	if len(s.Keys) > 0 {
-		h.Write([]byte("\n  "))
-	}
-	h.Write(blank[at:])
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), true
+	return blank, i + len(keysAt) - 1, true
 }

@@ -69,22 +69,11 @@ func SealCheckedKeys(s *Snapshot) error { return SealCheckedKeysWith(s, nil) }
 // SealCheckedKeysWith is SealCheckedKeys taking each key's piece of the
 // canonical encoding from piece when it returns one (CanonicalKey of that
 // very key, kept from an earlier compile), so that the keys need not be
-// encoded again for the version.
+// encoded again for the version. It is SealCheckedKeysPatchable without
+// keeping the patcher: one writer of the keys' bytes for the version.
 func SealCheckedKeysWith(s *Snapshot, piece func(*Key) []byte) error {
-	s.normalizeCheckedKeys()
-	if err := s.validate(true); err != nil {
-		return fmt.Errorf("invalid snapshot: %w", err)
-	}
-	if v, ok := versionWithPieces(s, piece); ok {
-		s.Version = v
-		return nil
-	}
-	v, err := computeVersion(s)
-	if err != nil {
-		return err
-	}
-	s.Version = v
-	return nil
+	_, err := SealCheckedKeysPatchable(s, piece)
+	return err
 }
 
 // normalizeCheckedKeys is Normalize for keys that are normalized already:

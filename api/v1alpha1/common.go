@@ -62,6 +62,11 @@ const (
 	// ReasonKeyConflict: an older valid GatewayKey already uses the same
 	// prefix or hash.
 	ReasonKeyConflict = "KeyConflict"
+	// ReasonNamespaceNotAllowed: a ProviderEndpoint outside the controller's
+	// own namespace. Providers live where the gateways read their
+	// credentials and call their Services; the other watched namespaces
+	// hold aliases, keys and budget groups only.
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
 )
 
 // Reasons of ResolvedRefs.

@@ -97,7 +97,7 @@ func runCreate(args []string, stdout, stderr io.Writer) error {
 	set.StringVar(&f.group, "group", "", "the BudgetGroup `NAME` (in the GatewayKey's namespace, or a snapshot group) whose token limit and budget the key shares; a DNS-1123 subdomain")
 	set.StringVar(&f.expires, "expires", "", "optional expiry, an `RFC3339` time such as 2027-01-01T00:00:00Z; must be in the future")
 	set.StringVar(&f.output, "output", "json", "`format` of the --entry-out entry: json (the snapshot's key object) or yaml (a GatewayKey resource, apiVersion "+v1alpha1.GroupVersion.String()+")")
-	set.StringVar(&f.namespace, "namespace", snapshot.DefaultNamespace, "metadata.namespace `NS` of the GatewayKey (only with --output yaml): the namespace the controller watches, so that the key is served")
+	set.StringVar(&f.namespace, "namespace", snapshot.DefaultNamespace, "metadata.namespace `NS` of the GatewayKey (only with --output yaml): the controller's namespace or one of its --watch-namespaces, so that the key is served (elsewhere the llmgw-watched-namespaces policy refuses it); outside the controller's namespace the key is named NS/ID in usage records")
 	set.StringVar(&f.entryOut, "entry-out", "", "write the hash-only entry to `FILE` (mode 0644); - writes it to standard output (the key then goes to standard error or --key-out)")
 	set.StringVar(&f.keyOut, "key-out", "", "write the plaintext key to `FILE` (mode 0600, must not exist) instead of printing it")
 	set.StringVar(&f.into, "into", "", "merge the entry into the snapshot `FILE` (created if missing), replacing an entry with the same id; the file is re-encoded canonically with a new version")

@@ -350,6 +350,7 @@ func TestCLIUsageErrors(t *testing.T) {
 		"bad output":         {[]string{"create", "--id", "k", "--output", "xml", "--entry-out", entry}, "--output must be json or yaml"},
 		"yaml without file":  {[]string{"create", "--id", "k", "--output", "yaml", "--into", filepath.Join(dir, "s.json")}, "--output yaml applies to --entry-out"},
 		"namespace for json": {[]string{"create", "--id", "k", "--namespace", "x", "--entry-out", entry}, "--namespace only applies"},
+		"bad namespace":      {[]string{"create", "--id", "k", "--output", "yaml", "--namespace", "Team_A", "--entry-out", entry}, `namespace "Team_A"`},
 		"empty models":       {[]string{"create", "--id", "k", "--models", " , ", "--entry-out", entry}, "--models is empty"},
 		"zero rpm":           {[]string{"create", "--id", "k", "--rpm", "0", "--entry-out", entry}, "--rpm and --burst must be > 0"},
 		"rpm above the CRD":  {[]string{"create", "--id", "k", "--rpm", "2000000", "--output", "yaml", "--entry-out", entry}, "a GatewayKey allows 1..1000000"},

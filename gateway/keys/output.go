@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/llmgw/llmgw/api/snapshot"
@@ -34,6 +36,11 @@ func GatewayKey(entry snapshot.Key, namespace string) (*v1alpha1.GatewayKey, err
 	}
 	if rl.Burst < 1 || rl.Burst > maxGatewayKeyBurst {
 		return nil, fmt.Errorf("burst of %d requests: a GatewayKey allows 1..%d (spec.rateLimit.burst)", rl.Burst, maxGatewayKeyBurst)
+	}
+	if namespace != "" {
+		if msgs := validation.IsDNS1123Label(namespace); len(msgs) > 0 {
+			return nil, fmt.Errorf("namespace %q: %s", namespace, strings.Join(msgs, "; "))
+		}
 	}
 	gk := &v1alpha1.GatewayKey{
 		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: gatewayKeyKind},

@@ -5,11 +5,14 @@
 HELM ?= $(GO) tool helm
 # Chart files that are copies of controller-gen output (config/), kept in sync
 # by chart-sync and checked by verify-chart: the CRDs, the controller Role
-# (all controller-gen output) and the hand-written gateway Role.
+# (all controller-gen output), the hand-written gateway Role and the Role of
+# a watched namespace.
 CHART_DIR := charts/llmgw
 CHART_COPIES := $(foreach f,$(notdir $(wildcard config/crd/bases/*.yaml)),config/crd/bases/$(f):$(CHART_DIR)/crds/$(f)) \
 	config/rbac/role.yaml:$(CHART_DIR)/files/controller-role.yaml \
-	config/rbac/gateway_role.yaml:$(CHART_DIR)/files/gateway-role.yaml
+	config/rbac/gateway_role.yaml:$(CHART_DIR)/files/gateway-role.yaml \
+	config/rbac/watched_namespace/role.yaml:$(CHART_DIR)/files/watched-namespace-role.yaml \
+	config/rbac/watched_namespace/role_binding.yaml:$(CHART_DIR)/files/watched-namespace-role-binding.yaml
 
 image: ## build bin/image/llmgw (static) and the FROM-scratch image llmgw:<appVersion>-<content hash>
 	@hack/deploy/image.sh >/dev/null

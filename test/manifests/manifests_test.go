@@ -552,6 +552,8 @@ func TestChartCopiesOfGeneratedFiles(t *testing.T) {
 	pairs := [][2]string{
 		{"config/rbac/role.yaml", "charts/llmgw/files/controller-role.yaml"},
 		{"config/rbac/gateway_role.yaml", "charts/llmgw/files/gateway-role.yaml"},
+		{"config/rbac/watched_namespace/role.yaml", "charts/llmgw/files/watched-namespace-role.yaml"},
+		{"config/rbac/watched_namespace/role_binding.yaml", "charts/llmgw/files/watched-namespace-role-binding.yaml"},
 	}
 	for _, f := range base(bases) {
 		pairs = append(pairs, [2]string{"config/crd/bases/" + f, "charts/llmgw/crds/" + f})

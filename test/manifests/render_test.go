@@ -45,7 +45,14 @@ type object struct {
 	Obj any
 }
 
-func (o object) key() string { return o.Kind + "/" + o.Name }
+// key is kind/name, or kind/namespace/name for an object outside the
+// install's namespace (the Roles of watched namespaces share one name).
+func (o object) key() string {
+	if o.Namespace != "" && o.Namespace != namespace {
+		return o.Kind + "/" + o.Namespace + "/" + o.Name
+	}
+	return o.Kind + "/" + o.Name
+}
 
 // install is a rendered install, by kind/name.
 type install struct {

@@ -113,3 +113,26 @@ empty value turns its use off, is let through. */}}
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/* The namespaces the controller compiles, as a YAML list: the release
+namespace first, then controller.watchNamespaces (each a namespace name, once).
+The controller's --watch-namespaces, the Roles of the watched namespaces and
+the llmgw-watched-namespaces policy all follow it, so extraArgs may not set
+the flag. */}}
+{{- define "llmgw.watchedNamespaces" -}}
+{{- $list := list .Release.Namespace -}}
+{{- range $ns := .Values.controller.watchNamespaces | default list -}}
+{{- if or (gt (len (toString $ns)) 63) (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" (toString $ns))) -}}
+{{- fail (printf "controller.watchNamespaces: %q is not a namespace name (an RFC 1123 label: lower-case letters, digits and '-', at most 63 characters)" $ns) -}}
+{{- end -}}
+{{- if not (has $ns $list) -}}
+{{- $list = append $list $ns -}}
+{{- end -}}
+{{- end -}}
+{{- range $arg := .Values.controller.extraArgs -}}
+{{- if regexMatch "^--?watch-namespaces(=.*)?$" (toString $arg) -}}
+{{- fail (printf "controller.extraArgs: %q: set controller.watchNamespaces instead, which the Roles and the admission policy follow" $arg) -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $list -}}
+{{- end }}

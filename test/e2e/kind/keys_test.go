@@ -31,8 +31,14 @@ type gwKey struct {
 // (a real pipe between the two processes) and reads the plaintext from FILE.
 func createKey(ctx context.Context, k kube, llmgw, dir, id, models string, rpm, burst int) gwKey {
 	GinkgoHelper()
+	return createKeyIn(ctx, k, llmgw, dir, ns, id, models, rpm, burst)
+}
+
+// createKeyIn is createKey into namespace namespace.
+func createKeyIn(ctx context.Context, k kube, llmgw, dir, namespace, id, models string, rpm, burst int) gwKey {
+	GinkgoHelper()
 	keyFile := filepath.Join(dir, id+".key")
-	gen := exec.CommandContext(ctx, llmgw, "keys", "create", "--id", id, "--namespace", ns, "--models", models,
+	gen := exec.CommandContext(ctx, llmgw, "keys", "create", "--id", id, "--namespace", namespace, "--models", models,
 		"--rpm", strconv.Itoa(rpm), "--burst", strconv.Itoa(burst), "--output", "yaml", "--entry-out", "-", "--key-out", keyFile)
 	apply := k.cmd(ctx, "apply", "-f", "-")
 	pipe, err := gen.StdoutPipe()
@@ -103,7 +109,12 @@ var fallbackAliasYAML = aliasYAML("e2e-fallback", "alpha", "alpha-large", `  fal
 // waitReady waits until kubectl reports condition Ready on every object.
 func waitReady(ctx context.Context, k kube, timeout time.Duration, objs ...string) {
 	GinkgoHelper()
-	args := append([]string{"-n", ns, "wait", "--for=condition=Ready", "--timeout=" + timeout.String()}, objs...)
+	waitReadyIn(ctx, k, ns, timeout, objs...)
+}
+
+func waitReadyIn(ctx context.Context, k kube, namespace string, timeout time.Duration, objs ...string) {
+	GinkgoHelper()
+	args := append([]string{"-n", namespace, "wait", "--for=condition=Ready", "--timeout=" + timeout.String()}, objs...)
 	_, err := k.run(ctx, nil, args...)
 	Expect(err).NotTo(HaveOccurred())
 }

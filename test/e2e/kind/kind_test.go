@@ -309,6 +309,10 @@ var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 		Expect(out).NotTo(ContainSubstring(name))
 	})
 
+	It("serves a GatewayKey from a watched team namespace (--watch-namespaces, its Role, the policy) under namespace/name, and refuses a ProviderEndpoint there", func(ctx SpecContext) {
+		teamNamespaceSpec(ctx, k, root, llmgw, tmp, run, append(replicas(), fwGW.URL()), func(logs string) { evidence = append(evidence, logs) })
+	}, NodeTimeout(8*time.Minute))
+
 	It("hot-loads 20 new ModelAliases and 6 GatewayKey disable/enable changes in every gateway pod within 1 s p99, under a paced load with zero failures and no restarts", func(ctx SpecContext) {
 		// Restarts are compared with the counts at the start of this spec, not
 		// with zero: a kind node that was itself restarted (dockerd restarted
@@ -776,6 +780,16 @@ func deleteLeftovers(ctx context.Context, k kube) {
 		_, short, _ := strings.Cut(name, "/")
 		if strings.HasPrefix(short, "e2e-") || strings.HasPrefix(short, "hot-") {
 			stale = append(stale, name)
+		}
+	}
+	// Team namespaces of teamNamespaceSpec (the controller's flag and the
+	// policy it changed are put back by make deploy's apply).
+	nsOut, err := k.run(ctx, nil, "get", "namespaces", "-o", "name")
+	Expect(err).NotTo(HaveOccurred())
+	for _, name := range strings.Fields(nsOut) {
+		if strings.HasPrefix(name, "namespace/e2e-team-") {
+			_, err := k.run(ctx, nil, "delete", name, "--wait=false")
+			Expect(err).NotTo(HaveOccurred())
 		}
 	}
 	if len(stale) == 0 {
