@@ -33,7 +33,8 @@ func Main(ctx context.Context, args []string) error {
 	fs.DurationVar(&file.Interval, "reload-interval", time.Second, "how often to check the snapshot file for changes")
 	fs.StringVar(&cfg.DBPath, "db", "llmgw-usage.db", "SQLite usage ledger file (created if missing)")
 	fs.DurationVar(&cfg.Retention.MaxAge, "ledger-max-age", 90*24*time.Hour, "drop usage records older than this, oldest first, in the background; 0 keeps them")
-	fs.DurationVar(&cfg.LedgerBeginHold, "ledger-begin-hold", DefaultLedgerBeginHold, "how long a request's in_progress record waits in memory for its final version, so a short request costs one write instead of two; a crash loses the in_progress records of requests younger than this that had not sent a byte yet; 0 writes each at once")
+	fs.DurationVar(&cfg.LedgerBeginHold, "ledger-begin-hold", DefaultLedgerBeginHold, "how long a request's in_progress record waits in memory for its final version, so a short request costs one write instead of two; 0 writes each at once")
+	journal := fs.Bool("ledger-begin-journal", true, "with a begin hold, make each held in_progress record durable at once by appending it to <db>-begins (one write, no transaction): a crash loses none of them, and a stream's first byte needs no second transaction; false: a crash loses the held records of requests that had not sent a byte yet, and a stream writes its in_progress row before its first byte")
 	fs.Int64Var(&cfg.Retention.MaxBytes, "ledger-max-bytes", 512<<20, "drop the oldest usage records while the ledger's live data is larger than this many bytes; 0: no size bound")
 	fs.BoolVar(&cfg.LedgerFailOpen, "ledger-fail-open", false, "serve chat requests while the usage ledger cannot commit (disk full, I/O error), counting each lost record in llmgw_usage_unrecorded_requests_total; default: refuse them with 503 usage_store_unavailable and turn /readyz false until a write succeeds")
 	fs.StringVar(&file.CredentialsDir, "credentials-dir", "", "standalone: the only directory credential.file references are read from (default: the snapshot file's directory)")
@@ -66,6 +67,7 @@ func Main(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg.Profiling.Disabled = !*pprofOn
+	cfg.LedgerNoBeginJournal = !*journal
 	if cfg.TrustedProxies, err = parseCIDRs(*trusted); err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
 	}

@@ -37,8 +37,11 @@ type Config struct {
 	// LedgerBeginHold: see usage.Options.BeginHold (the flag's default is
 	// DefaultLedgerBeginHold; zero here writes every Begin at once).
 	LedgerBeginHold time.Duration
-	DrainTimeout    time.Duration
-	Logger          *slog.Logger
+	// LedgerNoBeginJournal turns off the begin journal
+	// (usage.Options.BeginJournal), which is on by default with a hold.
+	LedgerNoBeginJournal bool
+	DrainTimeout         time.Duration
+	Logger               *slog.Logger
 	// Peers, when set, makes GET /v1/usage merge the sibling replicas'
 	// records; PeerToken is what siblings must present on the management
 	// port's peer endpoint (which needs MgmtAddr).
@@ -120,7 +123,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			}
 		}
 	}()
-	g.Ledger, err = usage.Open(ctx, cfg.DBPath, usage.Options{Logger: log, Retention: cfg.Retention, BeginHold: cfg.LedgerBeginHold})
+	g.Ledger, err = usage.Open(ctx, cfg.DBPath, usage.Options{Logger: log, Retention: cfg.Retention,
+		BeginHold: cfg.LedgerBeginHold, BeginJournal: !cfg.LedgerNoBeginJournal})
 	if err != nil {
 		return nil, fmt.Errorf("opening usage ledger: %w", err)
 	}

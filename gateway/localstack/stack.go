@@ -51,7 +51,9 @@ type Options struct {
 	// LedgerBeginHold: 0 means the gateway's default
 	// (gateway.DefaultLedgerBeginHold); negative writes every Begin at once.
 	LedgerBeginHold time.Duration
-	Logger          *slog.Logger
+	// LedgerNoBeginJournal: gateway.Config.LedgerNoBeginJournal.
+	LedgerNoBeginJournal bool
+	Logger               *slog.Logger
 }
 
 // Stack is a running local stack.
@@ -138,7 +140,8 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	}
 	st.Gateway, err = gateway.Start(ctx, gateway.Config{Addr: orLoopback(opts.Addr), MgmtAddr: opts.MgmtAddr,
 		Source: source.File{Path: st.SnapshotPath, Interval: interval},
-		DBPath: st.DBPath, DrainTimeout: drain, Logger: opts.Logger, LedgerBeginHold: max(hold, 0)})
+		DBPath: st.DBPath, DrainTimeout: drain, Logger: opts.Logger, LedgerBeginHold: max(hold, 0),
+		LedgerNoBeginJournal: opts.LedgerNoBeginJournal})
 	if err != nil {
 		return nil, err
 	}

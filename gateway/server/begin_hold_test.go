@@ -1,9 +1,12 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -24,11 +27,22 @@ func inProgress(t *testing.T, l *usage.Ledger) int {
 
 // With a Begin hold far longer than the request, a JSON request leaves no
 // in_progress row while it runs (its Begin waits for its Finish and they are
-// written as one final row), but a stream's row is written as soon as the
-// request is known to be a stream, long before the provider's first byte.
+// written as one final row). A stream's Begin is durable long before the
+// provider's first byte: without the begin journal its row is written as
+// soon as the request is known to be a stream; with it (the default) the
+// journal holds it from the start and the database never sees an
+// in_progress row.
 func TestBeginHoldJSONWaitsStreamPersistsAtOnce(t *testing.T) {
+	for _, journal := range []bool{false, true} {
+		t.Run(map[bool]string{false: "row", true: "journal"}[journal], func(t *testing.T) {
+			testBeginHold(t, journal)
+		})
+	}
+}
+
+func testBeginHold(t *testing.T, journal bool) {
 	st, err := localstack.Start(context.Background(), localstack.Options{Dir: t.TempDir(), LedgerBeginHold: time.Hour,
-		DrainTimeout: 2 * time.Second})
+		DrainTimeout: 2 * time.Second, LedgerNoBeginJournal: !journal})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,19 +85,55 @@ func TestBeginHoldJSONWaitsStreamPersistsAtOnce(t *testing.T) {
 		t.Fatalf("JSON record = %+v, %v", r, err)
 	}
 
-	// Stream: the row must be there well before the first byte (1.5 s).
+	// Stream: the Begin must be durable well before the first byte (1.5 s).
+	batches := st.Ledger.Stats().Batches
 	done = post(true)
 	deadline = time.Now().Add(time.Second)
-	for inProgress(t, st.Ledger) == 0 {
+	for !durableBegin(t, st, journal, id) {
 		if time.Now().After(deadline) {
-			t.Fatal("a stream's in_progress row was not written while the provider worked")
+			t.Fatal("a stream's Begin was not made durable while the provider worked")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := <-done; !strings.HasSuffix(got, "200 OK") {
+	got = <-done
+	if !strings.HasSuffix(got, "200 OK") {
 		t.Fatalf("stream answer: %s", got)
+	}
+	id, _, _ = strings.Cut(got, " ")
+	if r, err := st.Ledger.Get(context.Background(), id); err != nil || r.Status != usage.StatusSuccess {
+		t.Fatalf("stream record = %+v, %v", r, err)
 	}
 	if n := inProgress(t, st.Ledger); n != 0 {
 		t.Fatalf("%d in_progress rows after the stream ended", n)
 	}
+	// With the journal the stream cost one transaction: its final row.
+	if n := st.Ledger.Stats().Batches - batches; journal && n != 1 {
+		t.Fatalf("the stream took %d transactions, want 1", n)
+	}
+}
+
+// durableBegin: the open stream's in_progress row is in the database, or
+// (journal) its Begin is in the begin journal file and not in the database.
+// The journal still holds the line of the JSON request before it (done).
+func durableBegin(t *testing.T, st *localstack.Stack, journal bool, done string) bool {
+	t.Helper()
+	if !journal {
+		return inProgress(t, st.Ledger) == 1
+	}
+	if n := inProgress(t, st.Ledger); n != 0 {
+		t.Fatalf("%d in_progress rows with the journal on", n)
+	}
+	b, err := os.ReadFile(st.Ledger.Path() + "-begins")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var l struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(line, &l) == nil && l.ID != "" && l.ID != done {
+			return true
+		}
+	}
+	return false
 }

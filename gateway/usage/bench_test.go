@@ -47,13 +47,28 @@ func benchLedger(b *testing.B, opts Options) *Ledger {
 // many goroutines at once. ns/op is the ledger's throughput limit per
 // request; rec/s is its reciprocal; ops/batch shows the group commit.
 func BenchmarkBeginFinish(b *testing.B) {
+	const hold = 20 * time.Millisecond
 	for _, c := range []struct {
-		par  int
-		hold time.Duration
-	}{{1, 0}, {8, 0}, {64, 0}, {1, 20 * time.Millisecond}, {8, 20 * time.Millisecond}, {64, 20 * time.Millisecond}} {
+		par     int
+		hold    time.Duration
+		journal bool
+		stream  bool // Persist before Finish, as a stream's first byte does
+	}{
+		{1, 0, false, false}, {8, 0, false, false}, {64, 0, false, false},
+		{1, hold, false, false}, {8, hold, false, false}, {64, hold, false, false},
+		{1, hold, true, false}, {8, hold, true, false},
+		{1, hold, false, true}, {8, hold, false, true}, {1, hold, true, true}, {8, hold, true, true},
+	} {
 		par := c.par
-		b.Run(fmt.Sprintf("goroutines=%dxGOMAXPROCS/hold=%v", par, c.hold), func(b *testing.B) {
-			l := benchLedger(b, Options{BeginHold: c.hold})
+		name := fmt.Sprintf("goroutines=%dxGOMAXPROCS/hold=%v", par, c.hold)
+		if c.journal {
+			name += "/journal"
+		}
+		if c.stream {
+			name += "/stream"
+		}
+		b.Run(name, func(b *testing.B) {
+			l := benchLedger(b, Options{BeginHold: c.hold, BeginJournal: c.journal})
 			ctx := context.Background()
 			b.SetParallelism(par)
 			b.ReportAllocs()
@@ -62,7 +77,17 @@ func BenchmarkBeginFinish(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					id := NewRequestID()
-					l.Begin(Record{RequestID: id, ClientRequestID: "c", Stream: true})
+					p := l.Begin(Record{RequestID: id, ClientRequestID: "c", Stream: true})
+					if c.stream {
+						if err := l.Persist(ctx, p); err != nil {
+							b.Error(err)
+							return
+						}
+						if err := p.Wait(ctx); err != nil {
+							b.Error(err)
+							return
+						}
+					}
 					r := finalRecord(id, "key-a")
 					if err := l.Finish(ctx, r); err != nil {
 						b.Error(err)

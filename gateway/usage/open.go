@@ -34,6 +34,14 @@ type Options struct {
 	// its Finish, so that a short request costs one insert instead of an
 	// insert and an update (see hold.go). 0 writes every Begin at once.
 	BeginHold time.Duration
+	// BeginJournal, with BeginHold, makes each Begin durable at once by
+	// appending it to a file beside the database (path + "-begins") instead
+	// of a transaction: a crash then loses no held Begin, and a stream's
+	// first byte needs no in_progress row (journal.go).
+	BeginJournal bool
+	// JournalSize is the size past which the begin journal is rewritten
+	// with only the Begins still without a row (default 4 MiB).
+	JournalSize int64
 	// BusyTimeout is how long SQLite waits on a locked file (default 5s).
 	BusyTimeout time.Duration
 	// Retention bounds the ledger by age and size (the zero value keeps
@@ -55,6 +63,9 @@ func (o *Options) defaults() {
 	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = 8192
+	}
+	if o.JournalSize <= 0 {
+		o.JournalSize = 4 << 20
 	}
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 5 * time.Second
@@ -82,6 +93,7 @@ type Ledger struct {
 	ckDone    chan struct{}
 	stmts     writerStmts
 	held      heldBegins // writer goroutine only
+	journal   *beginJournal
 	unlock    func() error
 	recovered int
 	// recoveredIDs are the request ids Open turned into interrupted: the
@@ -126,6 +138,9 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 	l := &Ledger{opts: opts, log: opts.Logger, path: abs, unlock: unlock}
 	defer func() {
 		if err != nil {
+			if l.journal != nil {
+				_ = l.journal.close()
+			}
 			l.closeDBs()
 		}
 	}()
@@ -171,8 +186,29 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 	if from != to {
 		l.log.Info("usage ledger schema migrated", "path", abs, "from", from, "to", to)
 	}
+	// The journal's Begins become in_progress rows first, so recovery
+	// closes them with the rest. Replay is idempotent: a crash before the
+	// journal is emptied below replays it again, inserting nothing twice.
+	jpath := journalPath(abs)
+	replayed, bad, err := replayJournal(ctx, l.w, jpath)
+	if err != nil {
+		return nil, err
+	}
+	if bad > 0 {
+		l.log.Warn("usage ledger: begin journal lines unreadable, skipped", "path", jpath, "count", bad)
+	}
+	if replayed > 0 {
+		l.log.Info("usage ledger: begins recovered from the journal", "path", jpath, "count", replayed)
+	}
 	if l.recoveredIDs, err = recoverInProgress(ctx, l.w); err != nil {
 		return nil, err
+	}
+	if opts.BeginJournal && opts.BeginHold > 0 {
+		if l.journal, err = openJournal(jpath, opts.JournalSize); err != nil {
+			return nil, err
+		}
+	} else if err = os.Remove(jpath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("usage: remove the begin journal: %w", err)
 	}
 	l.recovered = len(l.recoveredIDs)
 	if l.recovered > 0 {
@@ -255,7 +291,11 @@ func (l *Ledger) Close() error {
 		l.mu.Unlock()
 		<-l.writerDone
 		l.stopCheckpointer()
-		l.closeErr = l.closeDBs()
+		var jerr error
+		if l.journal != nil {
+			jerr = l.journal.close()
+		}
+		l.closeErr = errors.Join(jerr, l.closeDBs())
 	})
 	return l.closeErr
 }

@@ -30,6 +30,10 @@ type op struct {
 	deadline time.Time
 	taken    bool
 	merged   *op // on a Finish: the held Begin its insert also answers
+
+	// journaled: a Begin already durable in the begin journal
+	// (journal.go), its Pending settled by Begin. Set before it is queued.
+	journaled bool
 }
 
 // Pending is the handle of a Begin. Its insert is queued; Committed tells
@@ -40,8 +44,9 @@ type Pending struct {
 	rid  string // the request, for Persist
 }
 
-// Committed is closed once the insert is durable (committed to the WAL) or
-// has failed; Err says which. Commits are FIFO — when a Pending is committed,
+// Committed is closed once the insert is durable (committed to the WAL, or
+// written to the begin journal: Options.BeginJournal) or has failed; Err
+// says which. Commits are FIFO — when a Pending is committed,
 // every Begin or Finish queued before it is too — except for Begins the
 // writer holds (Options.BeginHold): they are committed with their Finish,
 // at the end of the hold, or at once after Ledger.Persist.
@@ -94,7 +99,15 @@ func (l *Ledger) Begin(r Record) *Pending {
 	if o.attempts, err = encodeAttempts(r.Attempts); err != nil {
 		return o.fail(err)
 	}
+	if l.journal != nil && l.journal.add(o) {
+		close(o.done) // durable now; the writer leaves this Pending alone
+	}
 	if err := l.enqueue(context.Background(), o); err != nil {
+		if o.journaled {
+			// Closed under us: the journal keeps the line (Close reports
+			// it), and the next Open records the request as interrupted.
+			return &o.Pending
+		}
 		return o.fail(err)
 	}
 	return &o.Pending
@@ -286,7 +299,9 @@ func (l *Ledger) commit(batch []*op) {
 		l.nFailed.Add(1)
 		finishes := 0
 		for _, o := range batch {
-			o.err = err
+			if !o.journaled {
+				o.err = err
+			}
 			if o.kind == opFinish {
 				finishes++
 			}
@@ -300,8 +315,11 @@ func (l *Ledger) commit(batch []*op) {
 	}
 	l.nBatches.Add(1)
 	l.nOps.Add(uint64(len(batch)))
+	if err == nil && l.journal != nil {
+		l.journal.written(batch)
+	}
 	for _, o := range batch {
-		if b := o.merged; b != nil {
+		if b := o.merged; b != nil && !b.journaled {
 			if err != nil {
 				b.err = err
 			} else if errors.Is(o.err, ErrAlreadyFinished) {
@@ -309,7 +327,9 @@ func (l *Ledger) commit(batch []*op) {
 			}
 			close(b.done)
 		}
-		close(o.done)
+		if !o.journaled {
+			close(o.done)
+		}
 	}
 }
 
@@ -407,7 +427,7 @@ func (s writerStmts) apply(ctx context.Context, o *op) error {
 		if err != nil {
 			return fmt.Errorf("usage: begin %s: %w", r.RequestID, err)
 		}
-		if n == 0 {
+		if n == 0 && !o.journaled { // a journaled Begin's Pending is settled
 			o.err = fmt.Errorf("%w: %s", ErrDuplicate, r.RequestID)
 		}
 	case opFinish:

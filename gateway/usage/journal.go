@@ -1,0 +1,230 @@
+package usage
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+)
+
+// The begin journal makes a held Begin durable without a transaction.
+//
+// With Options.BeginHold alone, a Begin lives in the writer's memory until
+// its Finish or the end of its hold, so a crash loses it, and a stream must
+// have its in_progress row committed (Persist) before its first byte: a
+// second transaction for nearly every stream. With Options.BeginJournal,
+// Begin also appends the row, as one JSON line, to a file beside the
+// database: one write(2) into the page cache, which survives kill -9 as the
+// WAL does with synchronous=NORMAL (and, like it, not an OS crash). The
+// Begin is durable as soon as the line is written, so Committed closes at
+// once and Persist has nothing left to do. Open inserts every journaled
+// Begin that has no row yet, and recovery closes it as interrupted like any
+// in_progress row: a crash loses no record, however young.
+//
+// A line is needed until the writer commits a row for its request (the
+// in_progress row at the end of a hold, or the final row). The journal
+// keeps those lines in memory and, once the file outgrows
+// Options.JournalSize, rewrites it with only them (a new file renamed over
+// the old one), so it stays small however many requests pass.
+
+// journalLine is a Begin as the journal stores it: what the in_progress
+// insert writes.
+type journalLine struct {
+	RequestID       string `json:"id"`
+	ClientRequestID string `json:"cid,omitempty"`
+	KeyID           string `json:"key,omitempty"`
+	KeyFingerprint  string `json:"fp,omitempty"`
+	Alias           string `json:"alias,omitempty"`
+	Provider        string `json:"prov,omitempty"`
+	ProviderModel   string `json:"pm,omitempty"`
+	Stream          bool   `json:"stream,omitempty"`
+	Attempts        string `json:"att,omitempty"`
+	CreatedAtUs     int64  `json:"created_us"`
+}
+
+type beginJournal struct {
+	path  string
+	limit int64
+
+	mu        sync.Mutex
+	f         *os.File
+	size      int64             // of the file
+	open      map[string][]byte // request id → its line, until a row is committed
+	openBytes int64             // the lines in open
+	err       error             // sticky: after a failed write the journal is off
+}
+
+func journalPath(db string) string { return db + "-begins" }
+
+// openJournal starts an empty journal file at path (Open has already
+// recovered what the last one held).
+func openJournal(path string, limit int64) (*beginJournal, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("usage: begin journal: %w", err)
+	}
+	return &beginJournal{path: path, limit: limit, f: f, open: map[string][]byte{}}, nil
+}
+
+// add writes o's line; false when the journal cannot take it (o is then
+// left to the writer, as without a journal).
+func (j *beginJournal) add(o *op) bool {
+	r := &o.rec
+	att := o.attempts
+	if att == "[]" {
+		att = "" // what nearly every Begin has; replay puts it back
+	}
+	line, err := json.Marshal(journalLine{RequestID: r.RequestID, ClientRequestID: r.ClientRequestID,
+		KeyID: r.KeyID, KeyFingerprint: r.KeyFingerprint, Alias: r.Alias, Provider: r.Provider,
+		ProviderModel: r.ProviderModel, Stream: r.Stream, Attempts: att, CreatedAtUs: toMicros(r.CreatedAt)})
+	if err != nil {
+		return false
+	}
+	line = append(line, '\n')
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return false
+	}
+	if _, dup := j.open[r.RequestID]; dup {
+		return false // the writer reports the duplicate
+	}
+	// Rewriting costs the open lines; only when most of the file is
+	// lines no longer needed, so a journal of many long streams is not
+	// rewritten at every Begin.
+	if j.size+int64(len(line)) > j.limit && j.size > 2*j.openBytes {
+		if j.err = j.rotate(); j.err != nil {
+			return false
+		}
+	}
+	if _, err := j.f.Write(line); err != nil {
+		j.err = err
+		return false
+	}
+	j.size += int64(len(line))
+	j.open[r.RequestID] = line
+	j.openBytes += int64(len(line))
+	o.journaled = true
+	return true
+}
+
+// written forgets the lines of the journaled ops a committed transaction
+// wrote a row for.
+func (j *beginJournal) written(batch []*op) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, o := range batch {
+		b := o
+		if o.kind == opFinish {
+			b = o.merged
+		}
+		if b == nil || !b.journaled {
+			continue
+		}
+		if line, ok := j.open[b.rec.RequestID]; ok {
+			delete(j.open, b.rec.RequestID)
+			j.openBytes -= int64(len(line))
+		}
+	}
+}
+
+// rotate replaces the file with one holding only the open lines. Renaming
+// over the old file is atomic: a crash leaves one or the other, and both
+// hold every line still needed. Called with mu held.
+func (j *beginJournal) rotate() error {
+	tmp := j.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("usage: begin journal: rotate: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	var size int64
+	for _, line := range j.open {
+		n, _ := w.Write(line)
+		size += int64(n)
+	}
+	if err = errors.Join(w.Flush(), os.Rename(tmp, j.path)); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("usage: begin journal: rotate: %w", err)
+	}
+	old := j.f
+	j.f, j.size = f, size
+	return old.Close()
+}
+
+// close empties the journal: called after the writer committed every
+// queued and held op, so no line is still needed.
+func (j *beginJournal) close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.open) > 0 {
+		return errors.Join(j.f.Close(), fmt.Errorf("usage: begin journal: %d begins without a row at close", len(j.open)))
+	}
+	return errors.Join(j.f.Truncate(0), j.f.Close())
+}
+
+// replayJournal inserts, as in_progress rows, the Begins the journal at path
+// holds that have no row yet; recovery then closes them like any other. A
+// line cut short or garbled (a write that failed halfway) is skipped and
+// counted. A missing file is an empty journal.
+func replayJournal(ctx context.Context, db *sql.DB, path string) (inserted, bad int, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("usage: begin journal: %w", err)
+	}
+	defer f.Close()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("usage: begin journal: replay: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	st, err := tx.PrepareContext(ctx, insertSQL)
+	if err != nil {
+		return 0, 0, fmt.Errorf("usage: begin journal: replay: %w", err)
+	}
+	defer st.Close()
+	rd := bufio.NewReader(f)
+	for {
+		line, rerr := rd.ReadBytes('\n')
+		if len(line) > 0 {
+			var jl journalLine
+			if line[len(line)-1] != '\n' || json.Unmarshal(line, &jl) != nil || jl.RequestID == "" {
+				bad++
+			} else {
+				o := &op{rec: Record{RequestID: jl.RequestID, ClientRequestID: jl.ClientRequestID, KeyID: jl.KeyID,
+					KeyFingerprint: jl.KeyFingerprint, Alias: jl.Alias, Provider: jl.Provider, ProviderModel: jl.ProviderModel,
+					Status: StatusInProgress, Stream: jl.Stream, CreatedAt: fromMicros(jl.CreatedAtUs)}, attempts: jl.Attempts}
+				if o.attempts == "" {
+					o.attempts = "[]"
+				}
+				n, err := changes(st.ExecContext(ctx, insertArgs(o, nil)...))
+				if err != nil {
+					return 0, 0, fmt.Errorf("usage: begin journal: replay %s: %w", jl.RequestID, err)
+				}
+				inserted += int(n)
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return 0, 0, fmt.Errorf("usage: begin journal: %w", rerr)
+		}
+	}
+	if err = tx.Commit(); err != nil {
+		return 0, 0, fmt.Errorf("usage: begin journal: replay: %w", err)
+	}
+	return inserted, bad, nil
+}
