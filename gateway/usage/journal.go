@@ -51,7 +51,8 @@ type beginJournal struct {
 	path  string
 	limit int64
 
-	mu        sync.Mutex
+	rot       sync.RWMutex // appends share it; a rewrite holds it alone
+	mu        sync.Mutex   // the fields below
 	f         *os.File
 	size      int64             // of the file
 	open      map[string][]byte // request id → its line, until a row is committed
@@ -86,31 +87,63 @@ func (j *beginJournal) add(o *op) bool {
 		return false
 	}
 	line = append(line, '\n')
+	// Appends write outside mu, so that Begins on many cores do not queue
+	// behind each other's write(2) (O_APPEND keeps each line whole); a
+	// rewrite takes rot exclusively, so no append is in flight during it.
+	j.rot.RLock()
+	rewrite, ok := j.reserve(r.RequestID, line)
+	if !ok {
+		j.rot.RUnlock()
+		return false
+	}
+	_, err = j.f.Write(line)
+	j.rot.RUnlock()
+	if err != nil {
+		j.mu.Lock()
+		j.err = err
+		j.forget(r.RequestID)
+		j.mu.Unlock()
+		return false
+	}
+	o.journaled = true
+	if rewrite {
+		j.rot.Lock()
+		j.mu.Lock()
+		// Another Begin may have rewritten it meanwhile.
+		if j.err == nil && j.size > j.limit && j.size > 2*j.openBytes {
+			j.err = j.rotate()
+		}
+		j.mu.Unlock()
+		j.rot.Unlock()
+	}
+	return true
+}
+
+// reserve records line as open and counts it in the file; rewrite says
+// the file has grown past its limit with mostly lines no longer needed
+// (rewriting costs the open lines, so a journal of many long streams is
+// not rewritten at every Begin).
+func (j *beginJournal) reserve(id string, line []byte) (rewrite, ok bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.err != nil {
-		return false
+		return false, false
 	}
-	if _, dup := j.open[r.RequestID]; dup {
-		return false // the writer reports the duplicate
+	if _, dup := j.open[id]; dup {
+		return false, false // the writer reports the duplicate
 	}
-	// Rewriting costs the open lines; only when most of the file is
-	// lines no longer needed, so a journal of many long streams is not
-	// rewritten at every Begin.
-	if j.size+int64(len(line)) > j.limit && j.size > 2*j.openBytes {
-		if j.err = j.rotate(); j.err != nil {
-			return false
-		}
-	}
-	if _, err := j.f.Write(line); err != nil {
-		j.err = err
-		return false
-	}
-	j.size += int64(len(line))
-	j.open[r.RequestID] = line
+	j.open[id] = line
 	j.openBytes += int64(len(line))
-	o.journaled = true
-	return true
+	j.size += int64(len(line))
+	return j.size > j.limit && j.size > 2*j.openBytes, true
+}
+
+// forget drops id's line; called with mu held.
+func (j *beginJournal) forget(id string) {
+	if line, ok := j.open[id]; ok {
+		delete(j.open, id)
+		j.openBytes -= int64(len(line))
+	}
 }
 
 // written forgets the lines of the journaled ops a committed transaction
@@ -123,19 +156,15 @@ func (j *beginJournal) written(batch []*op) {
 		if o.kind == opFinish {
 			b = o.merged
 		}
-		if b == nil || !b.journaled {
-			continue
-		}
-		if line, ok := j.open[b.rec.RequestID]; ok {
-			delete(j.open, b.rec.RequestID)
-			j.openBytes -= int64(len(line))
+		if b != nil && b.journaled {
+			j.forget(b.rec.RequestID)
 		}
 	}
 }
 
 // rotate replaces the file with one holding only the open lines. Renaming
 // over the old file is atomic: a crash leaves one or the other, and both
-// hold every line still needed. Called with mu held.
+// hold every line still needed. Called with rot and mu held.
 func (j *beginJournal) rotate() error {
 	tmp := j.path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
@@ -160,6 +189,8 @@ func (j *beginJournal) rotate() error {
 // close empties the journal: called after the writer committed every
 // queued and held op, so no line is still needed.
 func (j *beginJournal) close() error {
+	j.rot.Lock()
+	defer j.rot.Unlock()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if len(j.open) > 0 {
