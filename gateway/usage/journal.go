@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sync"
 )
@@ -50,6 +51,7 @@ type journalLine struct {
 type beginJournal struct {
 	path  string
 	limit int64
+	log   *slog.Logger
 
 	rot       sync.RWMutex // appends share it; a rewrite holds it alone
 	mu        sync.Mutex   // the fields below
@@ -64,12 +66,12 @@ func journalPath(db string) string { return db + "-begins" }
 
 // openJournal starts an empty journal file at path (Open has already
 // recovered what the last one held).
-func openJournal(path string, limit int64) (*beginJournal, error) {
+func openJournal(path string, limit int64, log *slog.Logger) (*beginJournal, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("usage: begin journal: %w", err)
 	}
-	return &beginJournal{path: path, limit: limit, f: f, open: map[string][]byte{}}, nil
+	return &beginJournal{path: path, limit: limit, log: log, f: f, open: map[string][]byte{}}, nil
 }
 
 // add writes o's line; false when the journal cannot take it (o is then
@@ -100,7 +102,7 @@ func (j *beginJournal) add(o *op) bool {
 	j.rot.RUnlock()
 	if err != nil {
 		j.mu.Lock()
-		j.err = err
+		j.fail(err)
 		j.forget(r.RequestID)
 		j.mu.Unlock()
 		return false
@@ -111,7 +113,7 @@ func (j *beginJournal) add(o *op) bool {
 		j.mu.Lock()
 		// Another Begin may have rewritten it meanwhile.
 		if j.err == nil && j.size > j.limit && j.size > 2*j.openBytes {
-			j.err = j.rotate()
+			j.fail(j.rotate())
 		}
 		j.mu.Unlock()
 		j.rot.Unlock()
@@ -136,6 +138,19 @@ func (j *beginJournal) reserve(id string, line []byte) (rewrite, ok bool) {
 	j.openBytes += int64(len(line))
 	j.size += int64(len(line))
 	return j.size > j.limit && j.size > 2*j.openBytes, true
+}
+
+// fail turns the journal off after err (nil: nothing happened), once and
+// loudly: from then on held Begins are written as rows before a first byte,
+// as without a journal, and a crash loses the held ones again. Called with
+// mu held.
+func (j *beginJournal) fail(err error) {
+	if err == nil || j.err != nil {
+		return
+	}
+	j.err = err
+	j.log.Error("usage ledger: begin journal off after a write error; held Begins are committed as rows instead",
+		"path", j.path, "err", err)
 }
 
 // forget drops id's line; called with mu held.

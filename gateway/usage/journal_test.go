@@ -3,6 +3,7 @@ package usage
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -167,7 +168,7 @@ func TestOpenReplaysTheBeginJournal(t *testing.T) {
 // the line and one write(2), from many goroutines (the written call that
 // frees the line is included).
 func BenchmarkJournalAdd(b *testing.B) {
-	j, err := openJournal(b.TempDir()+"/j", 4<<20)
+	j, err := openJournal(b.TempDir()+"/j", 4<<20, slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -188,4 +189,33 @@ func BenchmarkJournalAdd(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// After a failed write the journal turns itself off, says so once, and the
+// ledger goes back to committing a held Begin as a row when asked to.
+func TestBeginJournalFallsBackAfterAWriteError(t *testing.T) {
+	var logs bytes.Buffer
+	opts := journalOpts()
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	l := openTest(t, opts)
+	_ = l.journal.f.Close() // every later write fails
+	for range 2 {
+		id := NewRequestID()
+		p := l.Begin(Record{RequestID: id, KeyID: "key-a"})
+		if err := p.Err(); !errors.Is(err, ErrNotCommittedYet) {
+			t.Fatalf("Begin with a broken journal: Err = %v, want it held (ErrNotCommittedYet)", err)
+		}
+		if err := l.Persist(ctxT(t), p); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Wait(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		if s := statusOf(t, l, id); s != StatusInProgress {
+			t.Fatalf("status after Persist = %q, want in_progress", s)
+		}
+	}
+	if n := strings.Count(logs.String(), "begin journal off"); n != 1 {
+		t.Fatalf("the journal's failure was logged %d times, want once:\n%s", n, logs.String())
+	}
 }

@@ -204,7 +204,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 		return nil, err
 	}
 	if opts.BeginJournal && opts.BeginHold > 0 {
-		if l.journal, err = openJournal(jpath, opts.JournalSize); err != nil {
+		if l.journal, err = openJournal(jpath, opts.JournalSize, l.log); err != nil {
 			return nil, err
 		}
 	} else if err = os.Remove(jpath); err != nil && !errors.Is(err, os.ErrNotExist) {
