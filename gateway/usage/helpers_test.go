@@ -64,3 +64,16 @@ func finalRecord(id, key string) Record {
 		LatencyMs:      4,
 	}
 }
+
+// wantSuccessCreatedAt fails unless request id's record is final with
+// success and keeps created, its Begin's time.
+func wantSuccessCreatedAt(t testing.TB, l *Ledger, id string, created time.Time) {
+	t.Helper()
+	got, err := l.Get(ctxT(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != StatusSuccess || !got.CreatedAt.Equal(created) {
+		t.Fatalf("record = status %q created %v; want success created at the Begin's %v", got.Status, got.CreatedAt, created)
+	}
+}

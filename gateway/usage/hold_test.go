@@ -46,13 +46,7 @@ func TestBeginHoldMergesAShortRequestIntoOneInsert(t *testing.T) {
 	if err := p.Err(); err != nil {
 		t.Fatalf("Begin: %v", err)
 	}
-	got, err := l.Get(ctxT(t), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status != StatusSuccess || !got.CreatedAt.Equal(created) {
-		t.Fatalf("record = status %q created %v; want success created at the Begin's %v", got.Status, got.CreatedAt, created)
-	}
+	wantSuccessCreatedAt(t, l, id, created)
 	if n := l.Stats().Batches - before; n != 1 {
 		t.Fatalf("the pair took %d transactions, want 1", n)
 	}

@@ -112,7 +112,7 @@ func (j *beginJournal) add(o *op) bool {
 		j.rot.Lock()
 		j.mu.Lock()
 		// Another Begin may have rewritten it meanwhile.
-		if j.err == nil && j.size > j.limit && j.size > 2*j.openBytes {
+		if j.err == nil && j.overgrown() {
 			j.fail(j.rotate())
 		}
 		j.mu.Unlock()
@@ -122,9 +122,7 @@ func (j *beginJournal) add(o *op) bool {
 }
 
 // reserve records line as open and counts it in the file; rewrite says
-// the file has grown past its limit with mostly lines no longer needed
-// (rewriting costs the open lines, so a journal of many long streams is
-// not rewritten at every Begin).
+// the file is overgrown.
 func (j *beginJournal) reserve(id string, line []byte) (rewrite, ok bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -137,7 +135,14 @@ func (j *beginJournal) reserve(id string, line []byte) (rewrite, ok bool) {
 	j.open[id] = line
 	j.openBytes += int64(len(line))
 	j.size += int64(len(line))
-	return j.size > j.limit && j.size > 2*j.openBytes, true
+	return j.overgrown(), true
+}
+
+// overgrown: the file is past its limit and mostly lines no longer needed
+// (rewriting costs the open lines, so a journal of many long streams is
+// not rewritten at every Begin). Called with mu held.
+func (j *beginJournal) overgrown() bool {
+	return j.size > j.limit && j.size > 2*j.openBytes
 }
 
 // fail turns the journal off after err (nil: nothing happened), once and

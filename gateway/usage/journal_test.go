@@ -56,13 +56,7 @@ func TestBeginJournalMakesABeginDurableWithoutATransaction(t *testing.T) {
 	if n := l.Stats().Batches - before; n != 1 {
 		t.Fatalf("Persist + Finish took %d transactions, want 1", n)
 	}
-	got, err := l.Get(ctxT(t), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status != StatusSuccess || !got.CreatedAt.Equal(created) {
-		t.Fatalf("record: status %q created %v; want success created at %v", got.Status, got.CreatedAt, created)
-	}
+	wantSuccessCreatedAt(t, l, id, created)
 	if n := openLines(l); n != 0 {
 		t.Fatalf("%d journal lines still open after the final row", n)
 	}

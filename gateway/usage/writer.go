@@ -299,9 +299,6 @@ func (l *Ledger) commit(batch []*op) {
 		l.nFailed.Add(1)
 		finishes := 0
 		for _, o := range batch {
-			if !o.journaled {
-				o.err = err
-			}
 			if o.kind == opFinish {
 				finishes++
 			}
@@ -319,17 +316,26 @@ func (l *Ledger) commit(batch []*op) {
 		l.journal.written(batch)
 	}
 	for _, o := range batch {
-		if b := o.merged; b != nil && !b.journaled {
-			if err != nil {
-				b.err = err
-			} else if errors.Is(o.err, ErrAlreadyFinished) {
-				b.err = fmt.Errorf("%w: %s", ErrDuplicate, b.rec.RequestID)
+		if b := o.merged; b != nil {
+			berr := err
+			if err == nil && errors.Is(o.err, ErrAlreadyFinished) {
+				berr = fmt.Errorf("%w: %s", ErrDuplicate, b.rec.RequestID)
 			}
-			close(b.done)
+			b.settle(berr)
 		}
-		if !o.journaled {
-			close(o.done)
+		if err != nil {
+			o.settle(err)
+		} else {
+			o.settle(o.err)
 		}
+	}
+}
+
+// settle answers o's Pending with err, except a journaled Begin's: Begin
+// answered that one already, when its line was written.
+func (o *op) settle(err error) {
+	if !o.journaled {
+		o.fail(err)
 	}
 }
 
