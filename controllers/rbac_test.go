@@ -106,19 +106,8 @@ var _ = Describe("RBAC from config/rbac", Ordered, func() {
 			LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
 			SkipNameValidation: true,
 		}
-		mgr, r, err := NewManager(impersonate("llmgw-controller"), o, errs.logger())
-		Expect(err).NotTo(HaveOccurred())
-		ctx, cancel := context.WithCancel(suiteCtx)
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			Expect(mgr.Start(ctx)).To(Succeed())
-		}()
-		defer func() {
-			cancel()
-			Eventually(done, 30*time.Second).Should(BeClosed())
-		}()
+		r, stop := startManagerLogging(impersonate("llmgw-controller"), o, errs.logger())
+		defer stop()
 
 		apply(k8sClient, samplesYAML()+`
 ---
@@ -346,19 +335,8 @@ spec:
 		var errs errorLog
 		o := Options{Namespace: rbacNS, WatchNamespaces: []string{team}, MetricsAddr: "0",
 			Debounce: 50 * time.Millisecond, DebounceMax: 500 * time.Millisecond, SkipNameValidation: true}
-		mgr, _, err := NewManager(impersonate("llmgw-controller"), o, errs.logger())
-		Expect(err).NotTo(HaveOccurred())
-		mctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer GinkgoRecover()
-			defer close(done)
-			Expect(mgr.Start(mctx)).To(Succeed())
-		}()
-		defer func() {
-			cancel()
-			Eventually(done, 30*time.Second).Should(BeClosed())
-		}()
+		_, stop := startManagerLogging(impersonate("llmgw-controller"), o, errs.logger())
+		defer stop()
 		Eventually(keyReady(team, "team-key"), eventually).Should(Equal(inSnapshot))
 		Eventually(aliasReady(team, "team-chat"), eventually).Should(Equal(inSnapshot))
 		Eventually(eventsOf(team, "GatewayKey", "team-key"), eventually).ShouldNot(BeEmpty())

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -120,11 +121,17 @@ func create(doc, ns string) error {
 // startManager runs a controller for ns with the given identity until the
 // returned stop is called.
 func startManager(c *rest.Config, o Options) (r *Reconciler, stop func()) {
+	return startManagerLogging(c, o, ctrl.Log.WithName(o.Namespace))
+}
+
+// startManagerLogging is startManager logging to log (an errorLog's, for
+// specs that check what the controller reported).
+func startManagerLogging(c *rest.Config, o Options, log logr.Logger) (r *Reconciler, stop func()) {
 	o.SkipNameValidation = true
 	if o.MetricsAddr == "" {
 		o.MetricsAddr = "0"
 	}
-	mgr, r, err := NewManager(c, o, ctrl.Log.WithName(o.Namespace))
+	mgr, r, err := NewManager(c, o, log)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(suiteCtx)
 	done := make(chan struct{})
