@@ -35,6 +35,8 @@ func Main(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.Retention.MaxAge, "ledger-max-age", 90*24*time.Hour, "drop usage records older than this, oldest first, in the background; 0 keeps them")
 	fs.DurationVar(&cfg.LedgerBeginHold, "ledger-begin-hold", DefaultLedgerBeginHold, "how long a request's in_progress record waits in memory for its final version, so a short request costs one write instead of two; 0 writes each at once")
 	journal := fs.Bool("ledger-begin-journal", true, "with a begin hold, make each held in_progress record durable at once by appending it to <db>-begins (one write, no transaction): a crash loses none of them, and a stream's first byte needs no second transaction; false: a crash loses the held records of requests that had not sent a byte yet, and a stream writes its in_progress row before its first byte")
+	finishJournal := fs.Bool("ledger-finish-journal", true, "with the begin journal, make each request's final record durable by appending it to <db>-begins too, so the response waits for one write instead of a transaction; rows are committed in batches (--ledger-batch-delay) and every read of the ledger waits for the rows of the requests answered before it; false: every response waits for its row's commit")
+	fs.DurationVar(&cfg.LedgerBatchDelay, "ledger-batch-delay", DefaultLedgerBatchDelay, "with the finish journal, how long the ledger gathers final records into one transaction; a longer delay costs less CPU per record and leaves a record longer in the (unsynced) journal only; 0 commits whatever is queued at once")
 	fs.Int64Var(&cfg.Retention.MaxBytes, "ledger-max-bytes", 512<<20, "drop the oldest usage records while the ledger's live data is larger than this many bytes; 0: no size bound")
 	fs.BoolVar(&cfg.LedgerFailOpen, "ledger-fail-open", false, "serve chat requests while the usage ledger cannot commit (disk full, I/O error), counting each lost record in llmgw_usage_unrecorded_requests_total; default: refuse them with 503 usage_store_unavailable and turn /readyz false until a write succeeds")
 	fs.StringVar(&file.CredentialsDir, "credentials-dir", "", "standalone: the only directory credential.file references are read from (default: the snapshot file's directory)")
@@ -68,6 +70,10 @@ func Main(ctx context.Context, args []string) error {
 	}
 	cfg.Profiling.Disabled = !*pprofOn
 	cfg.LedgerNoBeginJournal = !*journal
+	cfg.LedgerNoFinishJournal = !*finishJournal
+	if cfg.LedgerBatchDelay < 0 || cfg.LedgerBatchDelay > time.Second {
+		return errors.New("--ledger-batch-delay must be between 0 and 1s")
+	}
 	if cfg.TrustedProxies, err = parseCIDRs(*trusted); err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
 	}

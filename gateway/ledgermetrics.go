@@ -31,3 +31,13 @@ func registerLedgerHealth(reg prometheus.Registerer, g *Gateway) {
 			}),
 	)
 }
+
+// newJournalLagHistogram measures the window the finish journal opens: how
+// long a final record was a journal line only, from its Finish until the
+// commit of its row (usage.Options.JournalLag). An OS crash inside it loses
+// the record even where a committed row would have survived a checkpoint.
+func newJournalLagHistogram() prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{Name: "llmgw_usage_journal_commit_lag_seconds",
+		Help:    "Time from a request's final usage record being journaled (before its last byte) to the commit of its row.",
+		Buckets: []float64{.0005, .001, .0025, .005, .0075, .01, .025, .05, .1, .25, 1}})
+}

@@ -40,8 +40,16 @@ type Config struct {
 	// LedgerNoBeginJournal turns off the begin journal
 	// (usage.Options.BeginJournal), which is on by default with a hold.
 	LedgerNoBeginJournal bool
-	DrainTimeout         time.Duration
-	Logger               *slog.Logger
+	// LedgerNoFinishJournal makes each request wait for its final row's
+	// transaction instead of its journal line (usage.Options.FinishJournal,
+	// on by default with the begin journal).
+	LedgerNoFinishJournal bool
+	// LedgerBatchDelay is how long the ledger gathers journaled final
+	// records into one transaction (usage.Options.BatchDelay); the flag's
+	// default is DefaultLedgerBatchDelay.
+	LedgerBatchDelay time.Duration
+	DrainTimeout     time.Duration
+	Logger           *slog.Logger
 	// Peers, when set, makes GET /v1/usage merge the sibling replicas'
 	// records; PeerToken is what siblings must present on the management
 	// port's peer endpoint (which needs MgmtAddr).
@@ -66,6 +74,13 @@ type Config struct {
 // memory by default: long enough for a fast model's answer, so most
 // requests cost the ledger one insert (usage.Options.BeginHold).
 const DefaultLedgerBeginHold = 20 * time.Millisecond
+
+// DefaultLedgerBatchDelay is how long the ledger gathers journaled final
+// records into one transaction by default: at a few thousand requests a
+// second, tens of rows share the B-tree pages and the WAL frames of one
+// commit, while a row still reaches the database well inside the second a
+// WAL checkpoint's fsync takes to come round (docs/PRD.md, decision 14).
+const DefaultLedgerBatchDelay = 5 * time.Millisecond
 
 // Gateway is a started gateway process: its ledger, its data plane and the
 // listeners serving it.
@@ -123,8 +138,11 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			}
 		}
 	}()
+	journalLag := newJournalLagHistogram()
 	g.Ledger, err = usage.Open(ctx, cfg.DBPath, usage.Options{Logger: log, Retention: cfg.Retention,
-		BeginHold: cfg.LedgerBeginHold, BeginJournal: !cfg.LedgerNoBeginJournal})
+		BeginHold: cfg.LedgerBeginHold, BeginJournal: !cfg.LedgerNoBeginJournal,
+		FinishJournal: !cfg.LedgerNoFinishJournal, BatchDelay: cfg.LedgerBatchDelay,
+		JournalLag: func(d time.Duration) { journalLag.Observe(d.Seconds()) }})
 	if err != nil {
 		return nil, fmt.Errorf("opening usage ledger: %w", err)
 	}
@@ -144,6 +162,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 			func() float64 { return float64(count(g.Ledger.RetentionStats())) }))
 	}
 	registerLedgerHealth(reg, g)
+	reg.MustRegister(journalLag)
 	var watchCtx context.Context
 	watchCtx, g.stopWatch = context.WithCancel(ctx)
 	undo = append(undo, g.stopWatch)

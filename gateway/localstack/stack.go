@@ -53,7 +53,12 @@ type Options struct {
 	LedgerBeginHold time.Duration
 	// LedgerNoBeginJournal: gateway.Config.LedgerNoBeginJournal.
 	LedgerNoBeginJournal bool
-	Logger               *slog.Logger
+	// LedgerNoFinishJournal: gateway.Config.LedgerNoFinishJournal.
+	LedgerNoFinishJournal bool
+	// LedgerBatchDelay: 0 means the gateway's default
+	// (gateway.DefaultLedgerBatchDelay); negative commits at once.
+	LedgerBatchDelay time.Duration
+	Logger           *slog.Logger
 }
 
 // Stack is a running local stack.
@@ -138,10 +143,15 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	if hold == 0 {
 		hold = gateway.DefaultLedgerBeginHold
 	}
+	delay := opts.LedgerBatchDelay
+	if delay == 0 {
+		delay = gateway.DefaultLedgerBatchDelay
+	}
 	st.Gateway, err = gateway.Start(ctx, gateway.Config{Addr: orLoopback(opts.Addr), MgmtAddr: opts.MgmtAddr,
 		Source: source.File{Path: st.SnapshotPath, Interval: interval},
 		DBPath: st.DBPath, DrainTimeout: drain, Logger: opts.Logger, LedgerBeginHold: max(hold, 0),
-		LedgerNoBeginJournal: opts.LedgerNoBeginJournal})
+		LedgerNoBeginJournal: opts.LedgerNoBeginJournal, LedgerNoFinishJournal: opts.LedgerNoFinishJournal,
+		LedgerBatchDelay: max(delay, 0)})
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -46,29 +48,45 @@ func benchLedger(b *testing.B, opts Options) *Ledger {
 // it: Begin (queued, not awaited) then Finish (awaited until committed), from
 // many goroutines at once. ns/op is the ledger's throughput limit per
 // request; rec/s is its reciprocal; ops/batch shows the group commit.
+//
+// finish-journal runs with Options.FinishJournal and the gateway's batch
+// delay: Finish returns once its line is written, the rows follow in
+// batches. Its CPU includes committing every row (a read syncs before it is
+// taken), and lag-µs-p50/p99/max is how long a record was a journal line
+// only: the window an OS crash could lose it in (Options.JournalLag).
 func BenchmarkBeginFinish(b *testing.B) {
-	const hold = 20 * time.Millisecond
+	const hold, delay = 20 * time.Millisecond, 5 * time.Millisecond
 	for _, c := range []struct {
 		par     int
 		hold    time.Duration
 		journal bool
 		stream  bool // Persist before Finish, as a stream's first byte does
+		finish  bool // the finish journal
 	}{
-		{1, 0, false, false}, {8, 0, false, false}, {64, 0, false, false},
-		{1, hold, false, false}, {8, hold, false, false}, {64, hold, false, false},
-		{1, hold, true, false}, {8, hold, true, false},
-		{1, hold, false, true}, {8, hold, false, true}, {1, hold, true, true}, {8, hold, true, true},
+		{1, 0, false, false, false}, {8, 0, false, false, false}, {64, 0, false, false, false},
+		{1, hold, false, false, false}, {8, hold, false, false, false}, {64, hold, false, false, false},
+		{1, hold, true, false, false}, {8, hold, true, false, false},
+		{1, hold, false, true, false}, {8, hold, false, true, false}, {1, hold, true, true, false}, {8, hold, true, true, false},
+		{1, hold, true, false, true}, {8, hold, true, false, true}, {1, hold, true, true, true}, {8, hold, true, true, true},
 	} {
 		par := c.par
 		name := fmt.Sprintf("goroutines=%dxGOMAXPROCS/hold=%v", par, c.hold)
 		if c.journal {
 			name += "/journal"
 		}
+		if c.finish {
+			name += "/finish-journal"
+		}
 		if c.stream {
 			name += "/stream"
 		}
 		b.Run(name, func(b *testing.B) {
-			l := benchLedger(b, Options{BeginHold: c.hold, BeginJournal: c.journal})
+			var lags lagSamples
+			opts := Options{BeginHold: c.hold, BeginJournal: c.journal}
+			if c.finish {
+				opts.FinishJournal, opts.BatchDelay, opts.JournalLag = true, delay, lags.add
+			}
+			l := benchLedger(b, opts)
 			ctx := context.Background()
 			b.SetParallelism(par)
 			b.ReportAllocs()
@@ -77,7 +95,7 @@ func BenchmarkBeginFinish(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					id := NewRequestID()
-					p := l.Begin(Record{RequestID: id, ClientRequestID: "c", Stream: true})
+					p := l.Begin(Record{RequestID: id, ClientRequestID: "c", Stream: true, CreatedAt: time.Now()})
 					if c.stream {
 						if err := l.Persist(ctx, p); err != nil {
 							b.Error(err)
@@ -89,12 +107,16 @@ func BenchmarkBeginFinish(b *testing.B) {
 						}
 					}
 					r := finalRecord(id, "key-a")
+					r.CreatedAt = time.Now()
 					if err := l.Finish(ctx, r); err != nil {
 						b.Error(err)
 						return
 					}
 				}
 			})
+			if err := l.sync(ctx); err != nil { // every row committed, inside the timing
+				b.Fatal(err)
+			}
 			b.StopTimer()
 			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 			s := l.Stats()
@@ -102,8 +124,35 @@ func BenchmarkBeginFinish(b *testing.B) {
 				b.ReportMetric(float64(s.Ops)/float64(s.Batches), "ops/batch")
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rec/s")
+			lags.report(b)
 		})
 	}
+}
+
+// lagSamples collects Options.JournalLag's calls (from the writer
+// goroutine; read once the benchmark is over).
+type lagSamples struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (s *lagSamples) add(d time.Duration) {
+	s.mu.Lock()
+	s.d = append(s.d, d)
+	s.mu.Unlock()
+}
+
+func (s *lagSamples) report(b *testing.B) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.d) == 0 {
+		return
+	}
+	slices.Sort(s.d)
+	at := func(q float64) float64 { return float64(s.d[int(q*float64(len(s.d)-1))].Microseconds()) }
+	b.ReportMetric(at(0.5), "lag-µs-p50")
+	b.ReportMetric(at(0.99), "lag-µs-p99")
+	b.ReportMetric(at(1), "lag-µs-max")
 }
 
 // BenchmarkFinishLatency is the latency a single request sees for its

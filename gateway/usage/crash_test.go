@@ -21,10 +21,14 @@ const crashEnv = "LLMGW_USAGE_CRASH_CHILD"
 // crashModes are the writer settings the crash test runs under. In
 // "journal" the Begins are held for an hour, so the in_progress rows exist
 // only in the begin journal, which is small enough to be rewritten many
-// times during the churn: recovery must find them there.
+// times during the churn: recovery must find them there. In
+// "finish-journal" the final records are journal lines too, and the writer
+// gathers them for an hour into a batch that never fills: no row is ever
+// committed, so every record must come back from the journal.
 var crashModes = map[string]Options{
-	"plain":   {},
-	"journal": {BeginHold: time.Hour, BeginJournal: true, JournalSize: 8 << 10},
+	"plain":          {},
+	"journal":        {BeginHold: time.Hour, BeginJournal: true, JournalSize: 8 << 10},
+	"finish-journal": {BeginHold: time.Hour, BeginJournal: true, FinishJournal: true, BatchDelay: time.Hour, MaxBatch: 1 << 30},
 }
 
 // crashChild runs in a re-executed test binary: it leaves records in every
@@ -161,6 +165,9 @@ func testCrashRecovery(t *testing.T, mode string) {
 		}
 		if r.Status != status || r.FinishedAt.IsZero() {
 			t.Fatalf("%s: status %s finished %v, want %s", id, r.Status, r.FinishedAt, status)
+		}
+		if status == StatusSuccess && (r.InputTokens != 5 || r.OutputTokens != 7 || len(r.Attempts) != 1) {
+			t.Fatalf("%s: final record lost its fields: %+v", id, r)
 		}
 	}
 	// Each request id exactly once, and the listing sees every one.

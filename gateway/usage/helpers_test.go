@@ -77,3 +77,18 @@ func wantSuccessCreatedAt(t testing.TB, l *Ledger, id string, created time.Time)
 		t.Fatalf("record = status %q created %v; want success created at the Begin's %v", got.Status, got.CreatedAt, created)
 	}
 }
+
+// persistWait persists p and fails the test unless its request then has an
+// in_progress row.
+func persistWait(t *testing.T, l *Ledger, p *Pending, id string) {
+	t.Helper()
+	if err := l.Persist(ctxT(t), p); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if s := statusOf(t, l, id); s != StatusInProgress {
+		t.Fatalf("status after Persist = %q, want in_progress", s)
+	}
+}

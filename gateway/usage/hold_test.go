@@ -78,15 +78,7 @@ func TestPersistWritesAHeldBeginAtOnce(t *testing.T) {
 	l := openTest(t, Options{BeginHold: time.Hour})
 	id := NewRequestID()
 	p := l.Begin(Record{RequestID: id, KeyID: "key-a"})
-	if err := l.Persist(ctxT(t), p); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Wait(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
-	if s := statusOf(t, l, id); s != StatusInProgress {
-		t.Fatalf("status after Persist = %q, want in_progress", s)
-	}
+	persistWait(t, l, p, id)
 	// Persist of a committed Begin is a no-op, and Finish updates the row.
 	if err := l.Persist(ctxT(t), p); err != nil {
 		t.Fatal(err)

@@ -174,7 +174,7 @@ func BenchmarkJournalAdd(b *testing.B) {
 		batch := make([]*op, 1)
 		for pb.Next() {
 			o := &op{kind: opBegin, rec: Record{RequestID: NewRequestID(), KeyID: "team-a/key-a", KeyFingerprint: "0123456789ab", CreatedAt: time.Now()}, attempts: "[]"}
-			if !j.add(o) {
+			if ok, _ := j.add(o); !ok {
 				b.Error("not journaled")
 				return
 			}
@@ -199,15 +199,7 @@ func TestBeginJournalFallsBackAfterAWriteError(t *testing.T) {
 		if err := p.Err(); !errors.Is(err, ErrNotCommittedYet) {
 			t.Fatalf("Begin with a broken journal: Err = %v, want it held (ErrNotCommittedYet)", err)
 		}
-		if err := l.Persist(ctxT(t), p); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Wait(ctxT(t)); err != nil {
-			t.Fatal(err)
-		}
-		if s := statusOf(t, l, id); s != StatusInProgress {
-			t.Fatalf("status after Persist = %q, want in_progress", s)
-		}
+		persistWait(t, l, p, id)
 	}
 	if n := strings.Count(logs.String(), "begin journal off"); n != 1 {
 		t.Fatalf("the journal's failure was logged %d times, want once:\n%s", n, logs.String())

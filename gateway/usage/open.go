@@ -39,6 +39,22 @@ type Options struct {
 	// of a transaction: a crash then loses no held Begin, and a stream's
 	// first byte needs no in_progress row (journal.go).
 	BeginJournal bool
+	// FinishJournal, with BeginJournal, makes Finish durable by appending
+	// the final record to the journal and return without waiting for its
+	// row: rows are then committed in batches (see BatchDelay), and every
+	// read first waits until the rows of Finishes that returned before it
+	// are committed, so a caller still reads its own record at once.
+	FinishJournal bool
+	// BatchDelay is how long the writer gathers journaled Begins and
+	// Finishes into one transaction: nobody waits for their rows, and tens
+	// of rows sharing a commit cost a fraction of a commit each. An op
+	// somebody does wait for ends the wait. 0 commits at once.
+	BatchDelay time.Duration
+	// JournalLag, if set, is called by the writer for every journaled
+	// final record whose row it commits, with the time since its Finish:
+	// how long the record existed only as an unsynced journal line. It
+	// must be quick (a histogram's Observe).
+	JournalLag func(time.Duration)
 	// JournalSize is the size past which the begin journal is rewritten
 	// with only the Begins still without a row (default 4 MiB).
 	JournalSize int64
@@ -60,6 +76,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxDelay < 0 {
 		o.MaxDelay = 0
+	}
+	if o.BatchDelay < 0 || !o.FinishJournal {
+		o.BatchDelay = 0
 	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = 8192
@@ -83,16 +102,20 @@ func (o *Options) defaults() {
 
 // Ledger is safe for concurrent use.
 type Ledger struct {
-	opts      Options
-	log       *slog.Logger
-	path      string
-	w         *sql.DB // exactly one connection, owned by the writer goroutine
-	r         *sql.DB // query_only pool; WAL lets it read while the writer writes
-	c         *sql.DB // one connection for background WAL checkpoints
-	ckStop    chan struct{}
-	ckDone    chan struct{}
-	stmts     writerStmts
-	held      heldBegins // writer goroutine only
+	opts   Options
+	log    *slog.Logger
+	path   string
+	w      *sql.DB // exactly one connection, owned by the writer goroutine
+	r      *sql.DB // query_only pool; WAL lets it read while the writer writes
+	c      *sql.DB // one connection for background WAL checkpoints
+	ckStop chan struct{}
+	ckDone chan struct{}
+	stmts  writerStmts
+	held   heldBegins // writer goroutine only
+	// retry are journaled Finishes whose transaction failed (disk full):
+	// their rows are tried again first in the next one. Writer goroutine
+	// only.
+	retry     []*op
 	journal   *beginJournal
 	unlock    func() error
 	recovered int
@@ -190,15 +213,16 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 	// closes them with the rest. Replay is idempotent: a crash before the
 	// journal is emptied below replays it again, inserting nothing twice.
 	jpath := journalPath(abs)
-	replayed, bad, err := replayJournal(ctx, l.w, jpath)
+	rep, err := replayJournal(ctx, l.w, jpath)
 	if err != nil {
 		return nil, err
 	}
-	if bad > 0 {
-		l.log.Warn("usage ledger: begin journal lines unreadable, skipped", "path", jpath, "count", bad)
+	if rep.bad > 0 {
+		l.log.Warn("usage ledger: journal lines unreadable, skipped", "path", jpath, "count", rep.bad)
 	}
-	if replayed > 0 {
-		l.log.Info("usage ledger: begins recovered from the journal", "path", jpath, "count", replayed)
+	if rep.begins > 0 || rep.finals > 0 {
+		l.log.Info("usage ledger: records recovered from the journal", "path", jpath,
+			"begins", rep.begins, "final_records", rep.finals)
 	}
 	if l.recoveredIDs, err = recoverInProgress(ctx, l.w); err != nil {
 		return nil, err

@@ -33,6 +33,9 @@ const selectCols = `request_id, client_request_id, key_id, key_fingerprint, alia
 // request shows up once finished; a page already fetched is not revisited.)
 // An empty keyID is refused rather than listing unauthenticated traffic.
 func (l *Ledger) List(ctx context.Context, keyID string, limit int, cursor string) (recs []Record, next string, hasMore bool, err error) {
+	if err = l.sync(ctx); err != nil {
+		return nil, "", false, err
+	}
 	if keyID == "" {
 		return nil, "", false, errKeyRequired
 	}
@@ -114,6 +117,9 @@ func DecodeCursor(cursor string) (string, error) {
 
 // Get returns one record in whatever state it is, or ErrNotFound.
 func (l *Ledger) Get(ctx context.Context, requestID string) (Record, error) {
+	if err := l.sync(ctx); err != nil {
+		return Record{}, err
+	}
 	row := l.r.QueryRowContext(ctx, `SELECT `+selectCols+` FROM usage_records WHERE request_id = ?`, requestID)
 	r, err := scanRecord(row)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -129,6 +135,9 @@ func (l *Ledger) Get(ctx context.Context, requestID string) (Record, error) {
 // the whole table: fine for tests and occasional checks, but a /health
 // handler polled often should cache it (Ping and Stats are the cheap probes).
 func (l *Ledger) Count(ctx context.Context) (total int, byStatus map[string]int, err error) {
+	if err = l.sync(ctx); err != nil {
+		return 0, nil, err
+	}
 	rows, err := l.r.QueryContext(ctx, `SELECT status, COUNT(*) FROM usage_records GROUP BY status`)
 	if err != nil {
 		return 0, nil, fmt.Errorf("usage: count: %w", err)

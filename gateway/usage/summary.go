@@ -58,6 +58,9 @@ var ErrBadRange = errors.New("usage: invalid time range")
 // with what it finally used. Records dropped by retention are gone from the
 // totals too.
 func (l *Ledger) Summary(ctx context.Context, keyID string, from, to time.Time) (Totals, error) {
+	if err := l.sync(ctx); err != nil {
+		return Totals{}, err
+	}
 	if keyID == "" {
 		return Totals{}, errKeyRequired
 	}
@@ -104,6 +107,9 @@ func (l *Ledger) Summary(ctx context.Context, keyID string, from, to time.Time) 
 // turns a crashed process's into interrupted, which cost what they
 // recorded: nothing, as they never finished).
 func (l *Ledger) SpendSince(ctx context.Context, since time.Time) (map[string]Totals, error) {
+	if err := l.sync(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := l.r.QueryContext(ctx, `SELECT key_id, currency, COUNT(*), SUM(input_tokens), SUM(cached_input_tokens),
 		SUM(output_tokens), SUM(reasoning_tokens), SUM(cost_picos)
 		FROM usage_records

@@ -16,6 +16,7 @@ const (
 	opFinish
 	opPing
 	opFlush // write a held Begin now (hold.go)
+	opSync  // answered once every op queued before it is committed (sync.go)
 )
 
 // op is one unit of work for the writer. Pending is embedded so that Begin
@@ -31,9 +32,12 @@ type op struct {
 	taken    bool
 	merged   *op // on a Finish: the held Begin its insert also answers
 
-	// journaled: a Begin already durable in the begin journal
-	// (journal.go), its Pending settled by Begin. Set before it is queued.
+	// journaled: a Begin or Finish already durable in the journal
+	// (journal.go), its Pending settled or never waited for. Set before it
+	// is queued.
 	journaled bool
+	// queued: when a journaled Finish returned (Options.JournalLag).
+	queued time.Time
 }
 
 // Pending is the handle of a Begin. Its insert is queued; Committed tells
@@ -99,8 +103,10 @@ func (l *Ledger) Begin(r Record) *Pending {
 	if o.attempts, err = encodeAttempts(r.Attempts); err != nil {
 		return o.fail(err)
 	}
-	if l.journal != nil && l.journal.add(o) {
-		close(o.done) // durable now; the writer leaves this Pending alone
+	if l.journal != nil {
+		if ok, _ := l.journal.add(o); ok {
+			close(o.done) // durable now; the writer leaves this Pending alone
+		}
 	}
 	if err := l.enqueue(context.Background(), o); err != nil {
 		if o.journaled {
@@ -114,14 +120,18 @@ func (l *Ledger) Begin(r Record) *Pending {
 }
 
 // Finish queues the final version of the record r.RequestID and waits until
-// it is committed. Every field is written from r except CreatedAt, which
-// keeps the Begin value; a zero r.FinishedAt becomes now. r.Status must be a
-// final status.
+// it is committed — with Options.FinishJournal, until it is a journal line
+// (durable as a commit is: it survives kill -9, and the next Open writes
+// its row if this process does not), and every read waits for its row.
+// Every field is written from r except CreatedAt, which keeps the Begin
+// value; a zero r.FinishedAt becomes now. r.Status must be a final status.
 //
 // Exactly once: a second Finish of the same request is not applied and
-// returns ErrAlreadyFinished. A Finish whose Begin is still queued is applied
-// after it (one writer, FIFO). A Finish with no Begin at all inserts the
-// final record, so a request whose Begin failed still leaves one record.
+// returns ErrAlreadyFinished (journaled, only while the first one's row is
+// not committed yet; after that the writer refuses it and logs it). A
+// Finish whose Begin is still queued is applied after it (one writer,
+// FIFO). A Finish with no Begin at all inserts the final record, so a
+// request whose Begin failed still leaves one record.
 //
 // If ctx ends first, Finish returns ctx's error but the update, once queued,
 // is still applied: pass a context that outlives a client disconnect
@@ -144,6 +154,13 @@ func (l *Ledger) Finish(ctx context.Context, r Record) error {
 	if o.attempts, err = encodeAttempts(r.Attempts); err != nil {
 		return err
 	}
+	// A Finish without the Begin's time cannot stand in for its Begin's
+	// line (the row keeps the Begin's CreatedAt): it waits for its row.
+	if l.journal != nil && l.opts.FinishJournal && !r.CreatedAt.IsZero() {
+		if done, err := l.finishJournaled(ctx, o); done {
+			return err
+		}
+	}
 	if err := l.enqueue(ctx, o); err != nil {
 		if errors.Is(err, ErrClosed) {
 			l.nUnrecorded.Add(1)
@@ -152,23 +169,57 @@ func (l *Ledger) Finish(ctx context.Context, r Record) error {
 	}
 	if err := o.Wait(ctx); err != nil {
 		if errors.Is(err, ErrAlreadyFinished) {
-			l.log.Warn("usage: duplicate finish ignored", "request_id", r.RequestID, "status", r.Status)
+			l.duplicateFinish(&r)
 		}
 		return err
 	}
 	return nil
 }
 
+// finishJournaled makes o's final record durable as a journal line and
+// queues its row without waiting for it (Options.FinishJournal); done is
+// false when the journal cannot take it, and Finish then waits for the row.
+func (l *Ledger) finishJournaled(ctx context.Context, o *op) (done bool, err error) {
+	ok, err := l.journal.add(o)
+	if err != nil {
+		l.duplicateFinish(&o.rec)
+		return true, err
+	}
+	if !ok {
+		return false, nil
+	}
+	l.unsynced.Add(1)
+	o.queued = time.Now()
+	if err := l.enqueue(ctx, o); err != nil {
+		l.unsynced.Add(-1)
+		// The line stays in the journal (Close keeps a journal with open
+		// lines), so the next Open writes the row: late, not lost.
+		l.log.Warn("usage: final record kept in the journal until the ledger is opened again",
+			"request_id", o.rec.RequestID, "err", err)
+	}
+	return true, nil
+}
+
+// duplicateFinish logs a second Finish of r's request, which was not
+// applied.
+func (l *Ledger) duplicateFinish(r *Record) {
+	l.log.Warn("usage: duplicate finish ignored", "request_id", r.RequestID, "status", r.Status)
+}
+
 // Ping checks that the store is writable end to end: it sends a tiny meta
 // write through the writer queue, so it fails (or times out with ctx) if the
 // writer is stuck, the queue is saturated, or the disk refuses writes.
-func (l *Ledger) Ping(ctx context.Context) error {
-	o := &op{kind: opPing, Pending: Pending{done: make(chan struct{})}}
+func (l *Ledger) Ping(ctx context.Context) error { return l.through(ctx, opPing, "ping") }
+
+// through queues an op of kind and waits until the writer has committed it
+// and everything queued before it.
+func (l *Ledger) through(ctx context.Context, kind opKind, what string) error {
+	o := &op{kind: kind, Pending: Pending{done: make(chan struct{})}}
 	if err := l.enqueue(ctx, o); err != nil {
-		return fmt.Errorf("usage: ping: %w", err)
+		return fmt.Errorf("usage: %s: %w", what, err)
 	}
 	if err := o.Wait(ctx); err != nil {
-		return fmt.Errorf("usage: ping: %w", err)
+		return fmt.Errorf("usage: %s: %w", what, err)
 	}
 	return nil
 }
@@ -214,6 +265,9 @@ func (l *Ledger) Stats() Stats {
 }
 
 type counters struct {
+	// unsynced counts journaled Finishes queued and not yet through a
+	// commit: readers sync first while it is not zero (sync.go).
+	unsynced                  atomic.Int64
 	nOps, nBatches, nFailed   atomic.Uint64
 	nUnrecorded               atomic.Uint64
 	nDroppedAge, nDroppedSize atomic.Uint64
@@ -239,7 +293,7 @@ func (l *Ledger) run() {
 			if !ok {
 				// Closing: the held Begins of requests still open are
 				// written, for recovery to close as interrupted.
-				if rest := l.held.expired(routed[:0], time.Time{}); len(rest) > 0 {
+				if rest := l.held.expired(l.retrying(routed[:0]), time.Time{}); len(rest) > 0 {
 					l.commit(rest)
 				}
 				return
@@ -248,7 +302,7 @@ func (l *Ledger) run() {
 		case <-holdC:
 			batch = batch[:0]
 		}
-		routed = l.route(routed[:0], batch, time.Now())
+		routed = l.route(l.retrying(routed[:0]), batch, time.Now())
 		if len(routed) > 0 {
 			l.commit(routed)
 		}
@@ -257,12 +311,28 @@ func (l *Ledger) run() {
 	}
 }
 
+// retrying appends the journaled Finishes a failed transaction left, to be
+// tried first in the next one.
+func (l *Ledger) retrying(dst []*op) []*op {
+	dst = append(dst, l.retry...)
+	clear(l.retry)
+	l.retry = l.retry[:0]
+	return dst
+}
+
 // fill adds whatever else is queued, up to MaxBatch; with MaxDelay it also
-// waits that long for latecomers.
+// waits that long for latecomers. A batch that starts with a journaled op
+// waits BatchDelay instead, until an op arrives that somebody waits for
+// (anything the journal did not take: a read's sync, a Ping, a Finish
+// while the journal is off).
 func (l *Ledger) fill(batch []*op) []*op {
+	d, gathering := l.opts.MaxDelay, false
+	if l.opts.BatchDelay > d && batch[0].journaled {
+		d, gathering = l.opts.BatchDelay, true
+	}
 	var deadline <-chan time.Time
-	if l.opts.MaxDelay > 0 {
-		t := time.NewTimer(l.opts.MaxDelay)
+	if d > 0 {
+		t := time.NewTimer(d)
 		defer t.Stop()
 		deadline = t.C
 	}
@@ -285,6 +355,9 @@ func (l *Ledger) fill(batch []*op) []*op {
 				return batch
 			}
 			batch = append(batch, o)
+			if gathering && !o.journaled {
+				deadline = nil // commit what is queued now
+			}
 		case <-deadline:
 			return batch
 		}
@@ -293,27 +366,50 @@ func (l *Ledger) fill(batch []*op) []*op {
 }
 
 func (l *Ledger) commit(batch []*op) {
+	if !writes(batch) {
+		// Only syncs: nothing to commit, and no verdict on the ledger's
+		// health either.
+		for _, o := range batch {
+			o.settle(nil)
+		}
+		return
+	}
 	err := l.apply(batch)
 	wasFailing := l.noteCommit(err)
+	lost := 0
 	if err != nil {
 		l.nFailed.Add(1)
-		finishes := 0
 		for _, o := range batch {
-			if o.kind == opFinish {
-				finishes++
+			switch {
+			case o.kind != opFinish:
+			case o.journaled && len(l.retry) < l.opts.QueueSize:
+				// Its line keeps it durable; the next transaction tries
+				// its row again (the prober's, once the disk takes writes).
+				o.err = nil
+				l.retry = append(l.retry, o)
+			default:
+				if o.journaled {
+					l.journal.drop(o.rec.RequestID)
+					l.unsynced.Add(-1)
+				}
+				lost++
 			}
 		}
-		l.nUnrecorded.Add(uint64(finishes))
+		l.nUnrecorded.Add(uint64(lost))
 		// The first failure of a run is logged by noteCommit; after it, only
 		// batches that lose records are worth a line (not every probe).
-		if wasFailing && finishes > 0 {
-			l.log.Error("usage: batch failed", "ops", len(batch), "final_records_lost", finishes, "err", err)
+		if wasFailing && lost > 0 {
+			l.log.Error("usage: batch failed", "ops", len(batch), "final_records_lost", lost,
+				"final_records_kept_for_retry", len(l.retry), "err", err)
 		}
+	} else if l.journal != nil {
+		l.journal.written(batch)
 	}
 	l.nBatches.Add(1)
 	l.nOps.Add(uint64(len(batch)))
-	if err == nil && l.journal != nil {
-		l.journal.written(batch)
+	var now time.Time
+	if err == nil && l.opts.JournalLag != nil {
+		now = time.Now()
 	}
 	for _, o := range batch {
 		if b := o.merged; b != nil {
@@ -323,12 +419,37 @@ func (l *Ledger) commit(batch []*op) {
 			}
 			b.settle(berr)
 		}
-		if err != nil {
+		// A journaled Finish's row is in: reads need not wait for it any
+		// more (one that failed is in l.retry, or was counted lost above).
+		if o.kind == opFinish && o.journaled && err == nil {
+			l.unsynced.Add(-1)
+			if !now.IsZero() {
+				l.opts.JournalLag(now.Sub(o.queued))
+			}
+			if errors.Is(o.err, ErrAlreadyFinished) {
+				l.duplicateFinish(&o.rec)
+			}
+		}
+		switch {
+		case o.kind == opSync:
+			o.settle(nil) // a read goes on with what is committed
+		case err != nil:
 			o.settle(err)
-		} else {
+		default:
 			o.settle(o.err)
 		}
 	}
+}
+
+// writes says whether batch needs a transaction: not when it only holds
+// syncs.
+func writes(batch []*op) bool {
+	for _, o := range batch {
+		if o.kind != opSync {
+			return true
+		}
+	}
+	return false
 }
 
 // settle answers o's Pending with err, except a journaled Begin's: Begin
@@ -391,9 +512,15 @@ WHERE request_id = ? AND status = 'in_progress'`
 const pingSQL = `INSERT INTO ledger_meta (k, v) VALUES ('last_ping', ?)
 ON CONFLICT (k) DO UPDATE SET v = excluded.v`
 
+// preparer is a *sql.DB or a *sql.Tx.
+type preparer interface {
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
 // Statements are prepared once on the writer's only connection; tx.Stmt
-// then reuses them without re-preparing.
-func (s *writerStmts) prepare(ctx context.Context, db *sql.DB) error {
+// then reuses them without re-preparing. Replay prepares them on its
+// transaction.
+func (s *writerStmts) prepare(ctx context.Context, db preparer) error {
 	for _, p := range []struct {
 		dst **sql.Stmt
 		sql string
