@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -243,10 +244,12 @@ func (x *exchange) finalize(status string, httpStatus int) {
 		label = x.alias.Name
 	}
 	x.s.metrics.request(label, status, httpStatus)
-	x.s.log.Info("chat", "request_id", x.rec.RequestID, "key_id", x.rec.KeyID, "alias", x.rec.Alias,
-		"provider", x.rec.Provider, "status", status, "http_status", httpStatus, "error_type", x.rec.ErrorType,
-		"fallbacks", x.rec.Fallbacks, "stream", x.rec.Stream, "input_tokens", x.rec.InputTokens,
-		"output_tokens", x.rec.OutputTokens, "latency_ms", x.rec.LatencyMs)
+	// Typed attributes: one line per request, without boxing each value.
+	x.s.log.LogAttrs(context.Background(), slog.LevelInfo, "chat", slog.String("request_id", x.rec.RequestID),
+		slog.String("key_id", x.rec.KeyID), slog.String("alias", x.rec.Alias), slog.String("provider", x.rec.Provider),
+		slog.String("status", status), slog.Int("http_status", httpStatus), slog.String("error_type", x.rec.ErrorType),
+		slog.Int("fallbacks", x.rec.Fallbacks), slog.Bool("stream", x.rec.Stream), slog.Int("input_tokens", x.rec.InputTokens),
+		slog.Int("output_tokens", x.rec.OutputTokens), slog.Int64("latency_ms", x.rec.LatencyMs))
 }
 
 // detached is a context for work the request needs done even if its client
@@ -262,6 +265,9 @@ func (x *exchange) persistBegin() {
 		return
 	}
 	x.persisted = true
+	if x.pending.Err() == nil {
+		return // durable already (the begin journal): no context, no timer
+	}
 	ctx, cancel := x.detached(5 * time.Second)
 	defer cancel()
 	if err := x.s.ledger.Persist(ctx, x.pending); err != nil {
@@ -272,8 +278,8 @@ func (x *exchange) persistBegin() {
 // waitBegun holds the first response byte until the in_progress insert is
 // durable; after a crash, a client that saw any byte finds a record.
 func (x *exchange) waitBegun() {
-	if x.pending == nil {
-		return
+	if x.pending == nil || x.pending.Err() == nil {
+		return // nothing to wait for: the usual case with the begin journal
 	}
 	t := time.NewTimer(5 * time.Second)
 	defer t.Stop()

@@ -72,7 +72,8 @@ func (f *fullDiskStack) upstreamCalls() int64 {
 
 // fillUntilNotWritable fills the filesystem and sends chat requests until
 // the ledger has seen a commit fail: SQLite may fit a few more commits into
-// space its files already hold. It returns the answers of those requests.
+// space its files already hold. It returns the answers of those requests
+// that were served.
 func (f *fullDiskStack) fillUntilNotWritable() (filler string, answered []response) {
 	f.t.Helper()
 	filler = testutil.FillFS(f.t, f.dir)
@@ -81,7 +82,15 @@ func (f *fullDiskStack) fillUntilNotWritable() (filler string, answered []respon
 		if time.Now().After(deadline) {
 			f.t.Fatal("the ledger still commits on a full filesystem")
 		}
-		answered = append(answered, f.chat(f.keyA, chatBody("chat-alpha", false, "")))
+		// A request may also be refused: a record's commit can fail after
+		// the check above (its answer did not wait for it).
+		switch r := f.chat(f.keyA, chatBody("chat-alpha", false, "")); r.status {
+		case http.StatusOK:
+			answered = append(answered, r)
+		case http.StatusServiceUnavailable:
+		default:
+			f.t.Fatalf("while the disk fills: %d %s", r.status, r.body)
+		}
 	}
 	return filler, answered
 }
@@ -109,15 +118,12 @@ func (f *fullDiskStack) recordless(answers []response) uint64 {
 // by itself and the same gateway process serves and records again.
 func TestLedgerFullDiskRefusesChatAndRecovers(t *testing.T) {
 	f := newFullDiskStack(t)
-	if r := f.chat(f.keyA, chatBody("chat-alpha", false, "")); r.status != http.StatusOK {
-		t.Fatalf("before the disk fills: %d %s", r.status, r.body)
+	first := f.chat(f.keyA, chatBody("chat-alpha", false, ""))
+	if first.status != http.StatusOK {
+		t.Fatalf("before the disk fills: %d %s", first.status, first.body)
 	}
 	filler, racing := f.fillUntilNotWritable()
-	// Requests admitted before the failure was known were answered; each of
-	// them has its record or is counted as unrecorded, nothing in between.
-	if lost, counted := f.recordless(racing), f.metric("llmgw_usage_unrecorded_requests_total"); float64(lost) != counted {
-		t.Fatalf("%d answered requests have no record, llmgw_usage_unrecorded_requests_total = %v", lost, counted)
-	}
+	answered := append([]response{first}, racing...)
 
 	calls := f.upstreamCalls()
 	refusedBefore := f.metric("llmgw_usage_store_refused_requests_total")
@@ -160,6 +166,12 @@ func TestLedgerFullDiskRefusesChatAndRecovers(t *testing.T) {
 	waitFor(t, 10*time.Second, func() bool { return f.metric("llmgw_usage_store_writable") == 1 })
 	if c := f.status("/readyz"); c != http.StatusOK {
 		t.Fatalf("/readyz = %d after space was freed", c)
+	}
+	// Every request answered before the failure was known has its record
+	// (a final record already in the journal is written once the disk
+	// takes writes again) or is counted as unrecorded, nothing in between.
+	if lost, counted := f.recordless(answered), f.metric("llmgw_usage_unrecorded_requests_total"); float64(lost) != counted {
+		t.Fatalf("%d answered requests have no record, llmgw_usage_unrecorded_requests_total = %v", lost, counted)
 	}
 	for _, stream := range []bool{false, true} {
 		r := f.chat(f.keyA, chatBody("chat-alpha", stream, ""))

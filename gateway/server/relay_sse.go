@@ -59,9 +59,15 @@ type streamAttempt struct {
 // the attempt and first-chunk timeouts.
 func (x *exchange) openStream(ctx context.Context, rt snapshot.Route) (*streamAttempt, *failure) {
 	actx, cancel := context.WithCancelCause(ctx)
-	attemptTimer := time.AfterFunc(ms(x.alias.Timeouts.AttemptMs), func() { cancel(errAttemptTimeout) })
-	firstTimer := time.AfterFunc(ms(x.alias.Timeouts.FirstChunkMs), func() { cancel(errFirstChunkTimeout) })
-	stopTimers := func() { attemptTimer.Stop(); firstTimer.Stop() }
+	// For a stream both the attempt and the first-chunk timeout run from
+	// the start of the attempt to its first content, so one timer for the
+	// earlier of the two does (timers cost on every request).
+	d, cause := ms(x.alias.Timeouts.AttemptMs), errAttemptTimeout
+	if f := ms(x.alias.Timeouts.FirstChunkMs); f < d {
+		d, cause = f, errFirstChunkTimeout
+	}
+	timer := time.AfterFunc(d, func() { cancel(cause) })
+	stopTimers := func() { timer.Stop() }
 	req := x.p.req
 	req.Model = rt.Model
 	sa := &streamAttempt{route: rt, cancel: cancel, actx: actx}
@@ -201,8 +207,9 @@ func (rl *sseRelay) pump(ctx context.Context) *failure {
 
 // end finishes a committed stream, whatever happened: after a clean end the
 // finish (and usage) chunk, after an upstream failure one error event. The
-// record is final before the one [DONE], so a client that has its answer can
-// read its record at once. A client that is gone gets nothing more.
+// record is final before any of them is written, so a client that has its
+// answer can read its record at once. A client that is gone gets nothing
+// more.
 func (rl *sseRelay) end(f *failure) {
 	x, sa := rl.x, rl.sa
 	// What was sent is what is billed: the provider's usage of a stream
@@ -213,17 +220,17 @@ func (rl *sseRelay) end(f *failure) {
 	}
 	x.setUsage(u)
 	switch {
+	case f == nil && x.r.Context().Err() != nil:
+		// Gone after the last content (net/http cancels the request's
+		// context when the connection closes): nobody reads the end.
+		x.canceled()
+		return
 	case f == nil:
 		rl.buf = rl.enc.finish(rl.buf[:0], finishReason(sa.finish))
 		if x.p.includeUsage {
 			rl.buf = rl.enc.usage(rl.buf, usageOf(&x.rec))
 		}
-		if writeFlush(x.w, rl.rc, rl.buf) != nil {
-			x.canceled()
-			return
-		}
 		x.finalize(statusSuccess, http.StatusOK)
-		rl.buf = rl.buf[:0]
 	case f.kind == failCanceled:
 		x.canceled()
 		return
@@ -232,7 +239,11 @@ func (rl *sseRelay) end(f *failure) {
 		x.settle(a)
 		rl.buf = appendErrorEvent(rl.buf[:0], &apiError{typ: a.typ, code: a.code, message: a.message}, x.rec.RequestID)
 	}
-	_ = writeFlush(x.w, rl.rc, append(rl.buf, doneEvent...))
+	// The end (finish and usage chunks, or the error event) and [DONE] in
+	// one write, not flushed: net/http flushes the response once the
+	// handler returns, a moment later, with the end of the chunked body:
+	// one write for what used to take three.
+	_, _ = x.w.Write(append(rl.buf, doneEvent...))
 }
 
 // send writes and flushes rl.buf; the texts in it (rl.texts) count once

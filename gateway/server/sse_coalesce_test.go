@@ -88,7 +88,8 @@ func withUpstream(url string) func(*snapshot.Snapshot) {
 
 // Events that reach the gateway together leave it with one flush: the
 // upstream writes its whole answer at once, so after the commit point (role
-// and first content, one flush) the other four contents go out in one.
+// and first content, one flush) the other four contents go out in one, and
+// the end (finish chunk and [DONE]) in one more.
 func TestStreamEventsThatArriveTogetherShareAFlush(t *testing.T) {
 	url := streamingUpstream(t, func(w http.ResponseWriter) {
 		var b strings.Builder
@@ -101,14 +102,14 @@ func TestStreamEventsThatArriveTogetherShareAFlush(t *testing.T) {
 	h := newHarness(t, withUpstream(url))
 	chunks := rawStream(t, h.gw.URL, h.keyA, "chat-raw", nil)
 	contents := func(c string) int { return strings.Count(c, `"content":"`) - strings.Count(c, `"content":""`) }
-	if len(chunks) != 4 {
-		t.Fatalf("%d flushes, want 4 (commit, the other contents, finish, [DONE]): %q", len(chunks), chunks)
+	if len(chunks) != 3 {
+		t.Fatalf("%d flushes, want 3 (commit, the other contents, the end: finish and [DONE]): %q", len(chunks), chunks)
 	}
 	if got := []int{contents(chunks[0]), contents(chunks[1])}; got[0] != 1 || got[1] != 4 {
 		t.Fatalf("contents per flush = %v, want [1 4]", got)
 	}
-	if !strings.Contains(chunks[3], "[DONE]") {
-		t.Fatalf("last flush %q, want [DONE]", chunks[3])
+	if !strings.Contains(chunks[2], `"finish_reason":"stop"`) || !strings.HasSuffix(chunks[2], "data: [DONE]\n\n") {
+		t.Fatalf("last flush %q, want the finish chunk and [DONE]", chunks[2])
 	}
 }
 
