@@ -236,6 +236,14 @@ func (e *roundEnv) stopTargets(ctx context.Context) ([]RecordRow, error) {
 	var rows []RecordRow
 	var errs []error
 	for _, t := range e.targets {
+		var lag *LagHistogram
+		if t.spec.Kind == kindGateway && t.mgmt != "" {
+			// Scraped before the stop: the counts of the whole round.
+			var err error
+			if lag, err = scrapeHistogram(ctx, t.mgmt, journalLagMetric); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		if t.proc != nil {
 			if err := t.proc.stop(40 * time.Second); err != nil {
 				errs = append(errs, err)
@@ -245,7 +253,9 @@ func (e *roundEnv) stopTargets(ctx context.Context) ([]RecordRow, error) {
 			_ = s.stop(10 * time.Second)
 		}
 		if t.spec.Kind == kindGateway {
-			rows = append(rows, countRecords(ctx, t))
+			row := countRecords(ctx, t)
+			row.JournalLag = lag
+			rows = append(rows, row)
 		}
 	}
 	e.targets = nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,19 +23,29 @@ var mgmtClient = &http.Client{Timeout: 5 * time.Second}
 // scrape reads go_goroutines and go_memstats_heap_inuse_bytes from a
 // Prometheus text exposition at base+"/metrics".
 func scrape(ctx context.Context, base string) (runtimeStats, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	body, err := getMetrics(ctx, base)
 	if err != nil {
 		return runtimeStats{}, err
 	}
+	defer body.Close()
+	return parseRuntimeStats(body)
+}
+
+// getMetrics GETs base+"/metrics"; the caller closes the body.
+func getMetrics(ctx context.Context, base string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
 	resp, err := mgmtClient.Do(req)
 	if err != nil {
-		return runtimeStats{}, fmt.Errorf("scraping %s: %w", base, err)
+		return nil, fmt.Errorf("scraping %s: %w", base, err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return runtimeStats{}, fmt.Errorf("scraping %s: HTTP %d", base, resp.StatusCode)
+		resp.Body.Close()
+		return nil, fmt.Errorf("scraping %s: HTTP %d", base, resp.StatusCode)
 	}
-	return parseRuntimeStats(resp.Body)
+	return resp.Body, nil
 }
 
 // parseRuntimeStats picks the two unlabelled gauges out of a text
@@ -89,4 +100,86 @@ func forceGC(ctx context.Context, base string) bool {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode == http.StatusOK
+}
+
+// journalLagMetric is the gateway's histogram of how long a final usage
+// record was a journal line only (the finish journal's OS-crash window).
+const journalLagMetric = "llmgw_usage_journal_commit_lag_seconds"
+
+// LagHistogram is a scraped cumulative histogram.
+type LagHistogram struct {
+	Buckets []LagBucket `json:"buckets"` // cumulative, by upper bound
+	Count   uint64      `json:"count"`
+	Sum     float64     `json:"sum_seconds"`
+}
+
+// LagBucket is one cumulative bucket: Count observations ≤ LE seconds.
+type LagBucket struct {
+	LE    float64 `json:"le"` // +Inf as math.MaxFloat64 (JSON has no infinity)
+	Count uint64  `json:"count"`
+}
+
+// Quantile is the upper bound of the bucket holding quantile q, in seconds
+// (math.MaxFloat64: beyond the last finite bound); ok is false when empty.
+func (h *LagHistogram) Quantile(q float64) (float64, bool) {
+	if h == nil || h.Count == 0 {
+		return 0, false
+	}
+	need := q * float64(h.Count)
+	for _, b := range h.Buckets {
+		if float64(b.Count) >= need {
+			return b.LE, true
+		}
+	}
+	return math.MaxFloat64, true
+}
+
+// scrapeHistogram reads the unlabelled histogram name from base+"/metrics";
+// nil when the target does not expose it.
+func scrapeHistogram(ctx context.Context, base, name string) (*LagHistogram, error) {
+	body, err := getMetrics(ctx, base)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	return parseHistogram(body, name)
+}
+
+func parseHistogram(r io.Reader, name string) (*LagHistogram, error) {
+	var h LagHistogram
+	seen := false
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		series, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !strings.HasPrefix(series, name) {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %w", series, val, err)
+		}
+		switch rest := series[len(name):]; {
+		case rest == "_count":
+			h.Count, seen = uint64(f), true
+		case rest == "_sum":
+			h.Sum = f
+		case strings.HasPrefix(rest, `_bucket{le="`) && strings.HasSuffix(rest, `"}`):
+			le := strings.TrimSuffix(strings.TrimPrefix(rest, `_bucket{le="`), `"}`)
+			bound := math.MaxFloat64
+			if le != "+Inf" {
+				if bound, err = strconv.ParseFloat(le, 64); err != nil {
+					return nil, fmt.Errorf("%s: %w", series, err)
+				}
+			}
+			h.Buckets = append(h.Buckets, LagBucket{LE: bound, Count: uint64(f)})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if !seen {
+		return nil, nil
+	}
+	return &h, nil
 }

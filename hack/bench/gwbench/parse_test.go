@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,32 @@ func TestParseRuntimeStats(t *testing.T) {
 				t.Errorf("got %+v, %v; want %+v, error %v", got, err, tc.want, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestParseHistogram(t *testing.T) {
+	const expo = "# HELP llmgw_usage_journal_commit_lag_seconds x\n# TYPE llmgw_usage_journal_commit_lag_seconds histogram\n" +
+		"llmgw_usage_journal_commit_lag_seconds_bucket{le=\"0.005\"} 60\n" +
+		"llmgw_usage_journal_commit_lag_seconds_bucket{le=\"0.01\"} 98\n" +
+		"llmgw_usage_journal_commit_lag_seconds_bucket{le=\"+Inf\"} 100\n" +
+		"llmgw_usage_journal_commit_lag_seconds_sum 0.5\nllmgw_usage_journal_commit_lag_seconds_count 100\n"
+	h, err := parseHistogram(strings.NewReader(expo), journalLagMetric)
+	if err != nil || h == nil || h.Count != 100 || h.Sum != 0.5 || len(h.Buckets) != 3 {
+		t.Fatalf("parseHistogram = %+v, %v", h, err)
+	}
+	for _, tc := range []struct {
+		q    float64
+		want float64
+	}{{0.5, 0.005}, {0.6, 0.005}, {0.9, 0.01}, {0.99, math.MaxFloat64}} {
+		if got, ok := h.Quantile(tc.q); !ok || got != tc.want {
+			t.Errorf("Quantile(%v) = %v, %v; want %v", tc.q, got, ok, tc.want)
+		}
+	}
+	if h, err := parseHistogram(strings.NewReader("go_goroutines 7\n"), journalLagMetric); h != nil || err != nil {
+		t.Fatalf("without the histogram: %+v, %v; want nil, nil", h, err)
+	}
+	if _, err := parseHistogram(strings.NewReader(journalLagMetric+"_count many\n"), journalLagMetric); err == nil {
+		t.Fatal("a garbage count parsed")
 	}
 }
 

@@ -186,10 +186,11 @@ func markdown(rep *Report) string {
 		}
 	}
 	p("\n\n## Usage ledger\n\nAfter each round every gateway was stopped (SIGTERM) and its SQLite ledger opened with gateway/usage: one final record per request sent, every one a success.\n\n")
-	p("| round | target | requests sent | records | by status |\n|---:|---|---:|---:|---|\n")
+	p("The last columns are the window the finish journal opens: how long a final record was a journal line only, from the request's answer to the commit of its row (`%s`, every phase of the round; p50 and p99 are the upper bounds of their histogram buckets).\n\n", journalLagMetric)
+	p("| round | target | requests sent | records | by status | journal-only: records | mean | p50 ≤ | p99 ≤ |\n|---:|---|---:|---:|---|---:|---:|---:|---:|\n")
 	for _, r := range rep.Rounds {
 		for _, rec := range r.Records {
-			p("| %d | %s | %d | %d | %v |\n", r.Index, rec.Target, rec.Requests, rec.Records, rec.ByStatus)
+			p("| %d | %s | %d | %d | %v | %s |\n", r.Index, rec.Target, rec.Requests, rec.Records, rec.ByStatus, lagCells(rec.JournalLag))
 		}
 	}
 	p("\n## Plots\n\nPercentile curves pool the samples of all rounds (x: percentile on a log scale of 1/(1−p); y: latency, log scale). The streams plots show, per target, the round with the median peak RSS.\n\n")
@@ -263,3 +264,25 @@ func orDash(s string) string {
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// lagCells are the journal-lag columns of one ledger row.
+func lagCells(h *LagHistogram) string {
+	if h == nil || h.Count == 0 {
+		return "– | – | – | –"
+	}
+	bound := func(q float64) string {
+		v, _ := h.Quantile(q)
+		if v == math.MaxFloat64 {
+			return "above the last bucket"
+		}
+		return fmtMs(v * 1000)
+	}
+	return fmt.Sprintf("%d | %s | %s | %s", h.Count, fmtMs(h.Sum/float64(h.Count)*1000), bound(0.5), bound(0.99))
+}
+
+func fmtMs(ms float64) string {
+	if ms < 1 {
+		return fmt.Sprintf("%.2g ms", ms)
+	}
+	return fmt.Sprintf("%.3g ms", ms)
+}

@@ -165,6 +165,10 @@ type RecordRow struct {
 	ByStatus map[string]int `json:"by_status"`
 	OK       bool           `json:"ok"`
 	Error    string         `json:"error,omitempty"`
+	// JournalLag is the gateway's llmgw_usage_journal_commit_lag_seconds
+	// over the round, scraped before it was stopped (nil: not exposed, the
+	// finish journal off).
+	JournalLag *LagHistogram `json:"journal_lag,omitempty"`
 }
 
 // Round is one repetition of every measure, on fresh processes.
