@@ -49,7 +49,9 @@ func UpMain(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	log, err := gateway.NewLogger(*level)
+	// Unbuffered: the local stack logs at warn by default, so nothing is
+	// written per request anyway.
+	log, _, err := gateway.NewLogger(*level, 0)
 	if err != nil {
 		return err
 	}
