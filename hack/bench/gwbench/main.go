@@ -169,8 +169,8 @@ func (b *bench) runRound(ctx context.Context, dir string) (*Round, []TargetInfo,
 	b.startRSS = map[string]float64{}
 	var infos []TargetInfo
 	for _, t := range env.targets {
-		rss, _, _ := t.ownForStreams(env).mem()
-		b.startRSS[t.spec.Name] = float64(rss) / mb
+		m, _ := t.ownForStreams(env).mem()
+		b.startRSS[t.spec.Name] = float64(m.rss) / mb
 		infos = append(infos, TargetInfo{Name: t.spec.Name, Kind: string(t.spec.Kind), Command: t.command})
 	}
 	// The order of the targets within a phase rotates from round to round,

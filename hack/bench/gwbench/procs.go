@@ -107,13 +107,23 @@ func (p *proc) cpu() (time.Duration, error) {
 	return time.Duration(st.CPUTime() * float64(time.Second)), nil
 }
 
-// mem returns the process's resident set now and its high-water mark.
-func (p *proc) mem() (rss, hwm uint64, err error) {
+// memInfo is a process's resident memory in bytes.
+type memInfo struct {
+	rss, hwm uint64
+	// file is the part of rss that maps files (RssFile): for these
+	// processes the pages of their own binary the kernel has mapped in,
+	// which any process started from the same binary pays for alike.
+	file uint64
+}
+
+// mem returns the process's resident set now, its high-water mark and its
+// file-backed part.
+func (p *proc) mem() (memInfo, error) {
 	st, err := p.fs.NewStatus()
 	if err != nil {
-		return 0, 0, fmt.Errorf("%s: %w", p.name, err)
+		return memInfo{}, fmt.Errorf("%s: %w", p.name, err)
 	}
-	return st.VmRSS, st.VmHWM, nil
+	return memInfo{rss: st.VmRSS, hwm: st.VmHWM, file: st.RssFile}, nil
 }
 
 // selfCPU is this benchmark process's CPU time, the client's share.

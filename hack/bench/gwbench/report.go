@@ -185,6 +185,15 @@ func markdown(rep *Report) string {
 			}
 		}
 	}
+	if hasMemSplit(s.Streams) {
+		p("\n\nWhat the RSS is made of (medians): *anonymous* is the process's own memory (heap, goroutine stacks, runtime), *file-backed* the pages of its binary the kernel has mapped in (RssFile in /proc/PID/status). " +
+			"The file-backed part grows with the binary (every package's init touches its code and data, and the kernel maps each fault's neighbouring pages too), not with the load, and any process of the same binary pays it alike. " +
+			"Peak: the sample of the highest sampled RSS.\n\n")
+		p("| target | idle: anonymous / file-backed | peak: anonymous / file-backed |\n|---|---:|---:|\n")
+		for _, ss := range s.Streams {
+			p("| %s | %s / %s | %s / %s |\n", ss.Target, fmtNum(ss.IdleAnon, "%.1f MB"), fmtNum(ss.IdleFile, "%.1f MB"), fmtNum(ss.PeakAnon, "%.1f MB"), fmtNum(ss.PeakFile, "%.1f MB"))
+		}
+	}
 	p("\n\n## Usage ledger\n\nAfter each round every gateway was stopped (SIGTERM) and its SQLite ledger opened with gateway/usage: one final record per request sent, every one a success.\n\n")
 	p("The last columns are the window the finish journal opens: how long a final record was a journal line only, from the request's answer to the commit of its row (`%s`, every phase of the round; p50 and p99 are the upper bounds of their histogram buckets).\n\n", journalLagMetric)
 	p("| round | target | requests sent | records | by status | journal-only: records | mean | p50 ≤ | p99 ≤ |\n|---:|---|---:|---:|---|---:|---:|---:|---:|\n")
@@ -285,4 +294,15 @@ func fmtMs(ms float64) string {
 		return fmt.Sprintf("%.2g ms", ms)
 	}
 	return fmt.Sprintf("%.3g ms", ms)
+}
+
+// hasMemSplit: some target's RSS was split into anonymous and file-backed
+// (reports before 2026-12-01 have no split).
+func hasMemSplit(ss []StreamSummary) bool {
+	for _, x := range ss {
+		if !math.IsNaN(float64(x.PeakFile)) {
+			return true
+		}
+	}
+	return false
 }

@@ -49,11 +49,13 @@ func (b *bench) streamsPhase(ctx context.Context, t *target) {
 		return
 	}
 	row.IdleRSS, row.IdleGor, row.IdleHeap, row.IdlePooled = idle.rss, idle.gor, idle.heap, idle.pooled
+	row.IdleFileRSS = idle.file
 
 	wave := b.wave(ctx, t, p, ep, w)
 	row.Samples, row.MaxOpen = wave.samples, wave.maxOpen
-	_, hwm, _ := p.mem()
-	row.PeakRSS = max(float64(hwm)/mb, wave.peakRSS)
+	m, _ := p.mem()
+	row.PeakRSS = max(float64(m.hwm)/mb, wave.peakRSS)
+	row.PeakSampledRSS, row.PeakFileRSS = wave.peakRSS, wave.peakFile
 	row.PeakGor = wave.peakGor
 	after1, ok := b.settle(ctx, t, p, ports, idle)
 	if !ok {
@@ -66,8 +68,8 @@ func (b *bench) streamsPhase(ctx context.Context, t *target) {
 		wave2 := b.wave(ctx, t, p, ep, w)
 		// Wave 1's peak is the one judged: wave 2 starts on memory the
 		// runtime has not yet returned to the OS.
-		_, hwm2, _ := p.mem()
-		row.Wave2PeakRSS = max(float64(hwm2)/mb, wave2.peakRSS)
+		m2, _ := p.mem()
+		row.Wave2PeakRSS = max(float64(m2.hwm)/mb, wave2.peakRSS)
 		if after2, ok = b.settle(ctx, t, p, ports, idle); !ok {
 			return
 		}
@@ -81,10 +83,11 @@ func (b *bench) streamsPhase(ctx context.Context, t *target) {
 }
 
 type waveResult struct {
-	samples []StreamSample
-	maxOpen int
-	peakRSS float64 // MB, sampled
-	peakGor int     // -1: no /metrics
+	samples  []StreamSample
+	maxOpen  int
+	peakRSS  float64 // MB, sampled
+	peakFile float64 // MB file-backed, in the sample of peakRSS
+	peakGor  int     // -1: no /metrics
 }
 
 // wave opens cfg.streams slow streams at cfg.streamRamp a second and waits
@@ -130,7 +133,9 @@ func (b *bench) wave(ctx context.Context, t *target, p *proc, ep *endpoint, w Wo
 	stopSampling()
 	res := waveResult{samples: <-sampled, maxOpen: int(maxOpen.Load()), peakGor: -1}
 	for _, s := range res.samples {
-		res.peakRSS = max(res.peakRSS, s.RSSMB)
+		if s.RSSMB > res.peakRSS {
+			res.peakRSS, res.peakFile = s.RSSMB, s.FileMB
+		}
 		if t.mgmt != "" {
 			res.peakGor = max(res.peakGor, s.Goroutines)
 		}
@@ -141,6 +146,7 @@ func (b *bench) wave(ctx context.Context, t *target, p *proc, ep *endpoint, w Wo
 
 type procState struct {
 	rss    float64 // MB
+	file   float64 // MB of rss that maps files
 	gor    int     // -1: no /metrics
 	heap   float64 // MB in use; -1: no /metrics
 	pooled int
@@ -161,11 +167,11 @@ func (b *bench) procState(ctx context.Context, t *target, p *proc, ports []int) 
 		}
 		st.gor, st.heap = rs.Goroutines, float64(rs.HeapInuse)/mb
 	}
-	rss, _, err := p.mem()
+	m, err := p.mem()
 	if err != nil {
 		return st, err
 	}
-	st.rss = float64(rss) / mb
+	st.rss, st.file = float64(m.rss)/mb, float64(m.file)/mb
 	if st.pooled, err = p.connsTo(ports...); err != nil {
 		return st, err
 	}
@@ -185,9 +191,9 @@ func (b *bench) sampleStreams(ctx context.Context, t *target, p *proc, start tim
 				gor = rs.Goroutines
 			}
 		}
-		rss, _, err := p.mem()
+		m, err := p.mem()
 		if err == nil {
-			s := StreamSample{T: time.Since(start).Seconds(), Open: int(open.Load()), RSSMB: float64(rss) / mb}
+			s := StreamSample{T: time.Since(start).Seconds(), Open: int(open.Load()), RSSMB: float64(m.rss) / mb, FileMB: float64(m.file) / mb}
 			if gor >= 0 {
 				s.Goroutines = gor
 			}

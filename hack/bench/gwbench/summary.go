@@ -61,15 +61,32 @@ type OpenSummary struct {
 	SendLagP99 Num     `json:"send_lag_p99_us"`
 }
 
+// measured turns f's value into NaN where its file-backed figure (the
+// first result) is 0: a round whose report predates the split.
+func measured(f func(StreamRow) (file, v float64)) func(StreamRow) float64 {
+	return func(r StreamRow) float64 {
+		if file, v := f(r); file > 0 {
+			return v
+		}
+		return math.NaN()
+	}
+}
+
 // StreamSummary is the streams phase of one target.
 type StreamSummary struct {
-	Target     string   `json:"target"`
-	Streams    int      `json:"streams"`
-	Errors     int      `json:"errors"`
-	StartRSS   Num      `json:"start_rss_mb"`
-	IdleRSS    Num      `json:"idle_rss_mb"`
-	PeakRSS    Num      `json:"peak_rss_mb"`
-	Wave2Peak  Num      `json:"wave2_peak_rss_mb"`
+	Target    string `json:"target"`
+	Streams   int    `json:"streams"`
+	Errors    int    `json:"errors"`
+	StartRSS  Num    `json:"start_rss_mb"`
+	IdleRSS   Num    `json:"idle_rss_mb"`
+	PeakRSS   Num    `json:"peak_rss_mb"`
+	Wave2Peak Num    `json:"wave2_peak_rss_mb"`
+	// Idle and peak RSS split into anonymous memory (the process's own:
+	// heap, stacks) and file-backed pages (its binary's); NaN: not measured.
+	IdleAnon   Num      `json:"idle_anon_rss_mb"`
+	IdleFile   Num      `json:"idle_file_rss_mb"`
+	PeakAnon   Num      `json:"peak_anon_rss_mb"`
+	PeakFile   Num      `json:"peak_file_rss_mb"`
 	AfterRSS   Num      `json:"after_rss_mb"`
 	IdleGor    Num      `json:"idle_goroutines"`
 	PeakGor    Num      `json:"peak_goroutines"`
@@ -250,6 +267,10 @@ func summarizeRounds(rounds []Round) Summary {
 			IdleHeap:  medianOf(xs, orNaN(func(r StreamRow) float64 { return r.IdleHeap })),
 			AfterHeap: medianOf(xs, orNaN(func(r StreamRow) float64 { return r.AfterHeap })),
 			Wave2Heap: medianOf(xs, orNaN(func(r StreamRow) float64 { return r.Wave2Heap })),
+			IdleAnon:  medianOf(xs, measured(func(r StreamRow) (float64, float64) { return r.IdleFileRSS, r.IdleRSS - r.IdleFileRSS })),
+			IdleFile:  medianOf(xs, measured(func(r StreamRow) (float64, float64) { return r.IdleFileRSS, r.IdleFileRSS })),
+			PeakAnon:  medianOf(xs, measured(func(r StreamRow) (float64, float64) { return r.PeakFileRSS, r.PeakSampledRSS - r.PeakFileRSS })),
+			PeakFile:  medianOf(xs, measured(func(r StreamRow) (float64, float64) { return r.PeakFileRSS, r.PeakFileRSS })),
 		}
 		for _, r := range xs {
 			ss.Errors += r.Errors

@@ -68,14 +68,16 @@ func TestSummarizeRoundsClosedAndStreams(t *testing.T) {
 			{Workload: "alpha/json", Target: "revproxy", Conc: 8, RPS: 1000, CPUPerReqUS: 100},
 			{Workload: "alpha/json", Target: "llmgw", Conc: 8, RPS: 500, CPUPerReqUS: 250, Errors: 1},
 		}, Streams: []StreamRow{
-			{Target: "llmgw", Streams: 1000, IdleRSS: 40, PeakRSS: 100, IdleGor: 20, BackToIdle: true},
+			{Target: "llmgw", Streams: 1000, IdleRSS: 40, PeakRSS: 100, IdleGor: 20, BackToIdle: true,
+				IdleFileRSS: 28, PeakSampledRSS: 98, PeakFileRSS: 30},
 			{Target: "direct", Streams: 1000, IdleRSS: 30, PeakRSS: 50, IdleGor: -1, IdleHeap: -1},
 		}},
 		{Closed: []ClosedRow{
 			{Workload: "alpha/json", Target: "revproxy", Conc: 8, RPS: 1200, CPUPerReqUS: 120},
 			{Workload: "alpha/json", Target: "llmgw", Conc: 8, RPS: 700, CPUPerReqUS: 270},
 		}, Streams: []StreamRow{
-			{Target: "llmgw", Streams: 1000, IdleRSS: 42, PeakRSS: 80, IdleGor: 22, BackReason: "goroutines 900"},
+			{Target: "llmgw", Streams: 1000, IdleRSS: 42, PeakRSS: 80, IdleGor: 22, BackReason: "goroutines 900",
+				IdleFileRSS: 30, PeakSampledRSS: 80, PeakFileRSS: 32},
 			{Target: "direct", Streams: 1000, IdleRSS: 30, PeakRSS: 52, IdleGor: -1, IdleHeap: -1},
 		}},
 	}
@@ -97,6 +99,13 @@ func TestSummarizeRoundsClosedAndStreams(t *testing.T) {
 	}
 	if g.PeakRSS != 90 || g.IdleRSS != 41 || g.BackRounds != 1 || g.Rounds != 2 || len(g.Reasons) != 1 {
 		t.Errorf("llmgw streams summary %+v", g)
+	}
+	// Anonymous = RSS − file-backed, per round, then the median.
+	if g.IdleAnon != 12 || g.IdleFile != 29 || g.PeakAnon != 58 || g.PeakFile != 31 {
+		t.Errorf("llmgw RSS split %v/%v idle, %v/%v peak; want 12/29, 58/31", g.IdleAnon, g.IdleFile, g.PeakAnon, g.PeakFile)
+	}
+	if !math.IsNaN(float64(d.PeakFile)) || !math.IsNaN(float64(d.IdleAnon)) {
+		t.Errorf("rounds without the split must have none: %+v", d)
 	}
 	if !math.IsNaN(float64(d.IdleGor)) || !math.IsNaN(float64(d.IdleHeap)) {
 		t.Errorf("a target without /metrics must have no goroutine or heap figures: %+v", d)
