@@ -8,6 +8,8 @@
 #   make bench-smoke                                # every phase, tiny; correctness only (CI)
 #   make bench-latency                              # in-process gateway vs mock, with -cpuprofile
 #   make bench-go                                   # Go benchmarks of the gateway path
+#   hack/bench/ab-cpu.sh revproxy bin/llmgw ...      # CPU per request, A against B (after make bench-tools)
+#   hack/bench/rss-floor.sh                         # resident memory of the package inits alone
 
 BENCH_NAME ?= run
 BENCH_ROUNDS ?= 3
