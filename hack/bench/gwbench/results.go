@@ -133,13 +133,10 @@ type StreamRow struct {
 	StartRSS float64 `json:"start_rss_mb"` // right after the process was ready, before any request
 	IdleRSS  float64 `json:"idle_rss_mb"`  // after the warm-up, before the streams
 	PeakRSS  float64 `json:"peak_rss_mb"`  // max(VmHWM, sampled VmRSS) up to the end of wave 1
-	// What the RSS is made of: its file-backed part (RssFile, the binary's
-	// pages) at idle, and at the sample of the highest sampled RSS
-	// (PeakSampledRSS, which PeakRSS can exceed through VmHWM). 0: not
-	// measured (reports before 2026-12-01).
-	IdleFileRSS    float64 `json:"idle_file_rss_mb,omitempty"`
-	PeakSampledRSS float64 `json:"peak_sampled_rss_mb,omitempty"`
-	PeakFileRSS    float64 `json:"peak_file_rss_mb,omitempty"`
+	// IdleFileRSS is the file-backed part of IdleRSS (RssFile, the binary's
+	// pages; at the peak, the samples say it). 0: not measured (reports
+	// before 2026-12-01).
+	IdleFileRSS float64 `json:"idle_file_rss_mb,omitempty"`
 	// Wave2PeakRSS is the same through wave 2 (0 without one).
 	Wave2PeakRSS float64 `json:"wave2_peak_rss_mb"`
 	AfterRSS     float64 `json:"after_rss_mb"` // after the last wave closed and goroutines settled

@@ -55,7 +55,6 @@ func (b *bench) streamsPhase(ctx context.Context, t *target) {
 	row.Samples, row.MaxOpen = wave.samples, wave.maxOpen
 	m, _ := p.mem()
 	row.PeakRSS = max(float64(m.hwm)/mb, wave.peakRSS)
-	row.PeakSampledRSS, row.PeakFileRSS = wave.peakRSS, wave.peakFile
 	row.PeakGor = wave.peakGor
 	after1, ok := b.settle(ctx, t, p, ports, idle)
 	if !ok {
@@ -83,11 +82,10 @@ func (b *bench) streamsPhase(ctx context.Context, t *target) {
 }
 
 type waveResult struct {
-	samples  []StreamSample
-	maxOpen  int
-	peakRSS  float64 // MB, sampled
-	peakFile float64 // MB file-backed, in the sample of peakRSS
-	peakGor  int     // -1: no /metrics
+	samples []StreamSample
+	maxOpen int
+	peakRSS float64 // MB, sampled
+	peakGor int     // -1: no /metrics
 }
 
 // wave opens cfg.streams slow streams at cfg.streamRamp a second and waits
@@ -133,9 +131,7 @@ func (b *bench) wave(ctx context.Context, t *target, p *proc, ep *endpoint, w Wo
 	stopSampling()
 	res := waveResult{samples: <-sampled, maxOpen: int(maxOpen.Load()), peakGor: -1}
 	for _, s := range res.samples {
-		if s.RSSMB > res.peakRSS {
-			res.peakRSS, res.peakFile = s.RSSMB, s.FileMB
-		}
+		res.peakRSS = max(res.peakRSS, s.RSSMB)
 		if t.mgmt != "" {
 			res.peakGor = max(res.peakGor, s.Goroutines)
 		}

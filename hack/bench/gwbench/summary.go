@@ -72,6 +72,18 @@ func measured(f func(StreamRow) (file, v float64)) func(StreamRow) float64 {
 	}
 }
 
+// peakSample is wave 1's sample with the highest RSS (zero without
+// samples).
+func peakSample(r StreamRow) StreamSample {
+	var top StreamSample
+	for _, s := range r.Samples {
+		if s.RSSMB > top.RSSMB {
+			top = s
+		}
+	}
+	return top
+}
+
 // StreamSummary is the streams phase of one target.
 type StreamSummary struct {
 	Target    string `json:"target"`
@@ -269,8 +281,8 @@ func summarizeRounds(rounds []Round) Summary {
 			Wave2Heap: medianOf(xs, orNaN(func(r StreamRow) float64 { return r.Wave2Heap })),
 			IdleAnon:  medianOf(xs, measured(func(r StreamRow) (float64, float64) { return r.IdleFileRSS, r.IdleRSS - r.IdleFileRSS })),
 			IdleFile:  medianOf(xs, measured(func(r StreamRow) (float64, float64) { return r.IdleFileRSS, r.IdleFileRSS })),
-			PeakAnon:  medianOf(xs, measured(func(r StreamRow) (float64, float64) { return r.PeakFileRSS, r.PeakSampledRSS - r.PeakFileRSS })),
-			PeakFile:  medianOf(xs, measured(func(r StreamRow) (float64, float64) { return r.PeakFileRSS, r.PeakFileRSS })),
+			PeakAnon:  medianOf(xs, measured(func(r StreamRow) (float64, float64) { s := peakSample(r); return s.FileMB, s.RSSMB - s.FileMB })),
+			PeakFile:  medianOf(xs, measured(func(r StreamRow) (float64, float64) { s := peakSample(r); return s.FileMB, s.FileMB })),
 		}
 		for _, r := range xs {
 			ss.Errors += r.Errors

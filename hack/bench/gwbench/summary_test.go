@@ -69,7 +69,7 @@ func TestSummarizeRoundsClosedAndStreams(t *testing.T) {
 			{Workload: "alpha/json", Target: "llmgw", Conc: 8, RPS: 500, CPUPerReqUS: 250, Errors: 1},
 		}, Streams: []StreamRow{
 			{Target: "llmgw", Streams: 1000, IdleRSS: 40, PeakRSS: 100, IdleGor: 20, BackToIdle: true,
-				IdleFileRSS: 28, PeakSampledRSS: 98, PeakFileRSS: 30},
+				IdleFileRSS: 28, Samples: []StreamSample{{RSSMB: 60, FileMB: 29}, {RSSMB: 98, FileMB: 30}, {RSSMB: 90, FileMB: 31}}},
 			{Target: "direct", Streams: 1000, IdleRSS: 30, PeakRSS: 50, IdleGor: -1, IdleHeap: -1},
 		}},
 		{Closed: []ClosedRow{
@@ -77,7 +77,7 @@ func TestSummarizeRoundsClosedAndStreams(t *testing.T) {
 			{Workload: "alpha/json", Target: "llmgw", Conc: 8, RPS: 700, CPUPerReqUS: 270},
 		}, Streams: []StreamRow{
 			{Target: "llmgw", Streams: 1000, IdleRSS: 42, PeakRSS: 80, IdleGor: 22, BackReason: "goroutines 900",
-				IdleFileRSS: 30, PeakSampledRSS: 80, PeakFileRSS: 32},
+				IdleFileRSS: 30, Samples: []StreamSample{{RSSMB: 80, FileMB: 32}}},
 			{Target: "direct", Streams: 1000, IdleRSS: 30, PeakRSS: 52, IdleGor: -1, IdleHeap: -1},
 		}},
 	}
