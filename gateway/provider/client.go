@@ -35,12 +35,17 @@ const (
 // base is what both protocols share: the endpoint, the client and the rules that
 // keep the URL and credential out of every error.
 type base struct {
-	name         string
-	endpoint     string
-	client       *http.Client
-	transport    *http.Transport // nil when the caller shares its own Client
-	extraHeaders [][2]string     // protocol headers and the credential's header
-	redactor     *strings.Replacer
+	name      string
+	endpoint  string
+	client    *http.Client
+	transport *http.Transport // nil when the caller shares its own Client
+	redactor  *strings.Replacer
+
+	// headers are the request headers, built once: [0] for a JSON answer,
+	// [1] for a stream. Every request shares them read-only, as net/http
+	// allows (a RoundTripper must not modify the request; the Client copies
+	// the headers before it adds any): five fewer allocations a request.
+	headers [2]http.Header
 }
 
 func newBase(cfg Config, u *url.URL) *base {
@@ -55,6 +60,18 @@ func newBase(cfg Config, u *url.URL) *base {
 	}
 	b.redactor = newRedactor(u, cfg.BaseURL, cfg.Credential)
 	return b
+}
+
+// setHeaders builds b.headers: the protocol's, then extra (the protocol's own
+// and the credential's).
+func (b *base) setHeaders(extra [][2]string) {
+	for i, accept := range []string{"application/json", "text/event-stream"} {
+		h := http.Header{"Content-Type": {"application/json"}, "Accept": {accept}, "User-Agent": {userAgent}}
+		for _, kv := range extra {
+			h.Set(kv[0], kv[1])
+		}
+		b.headers[i] = h
+	}
 }
 
 // noRedirect surfaces 3xx as status errors: following one would send the
@@ -129,16 +146,10 @@ func (b *base) post(ctx context.Context, body []byte, stream bool) (*http.Respon
 		// Only a nil ctx gets here: the endpoint was validated by New.
 		return nil, b.seal(&Error{Kind: KindProtocol, Message: "cannot build request"})
 	}
-	h := req.Header
-	h.Set("Content-Type", "application/json")
 	if stream {
-		h.Set("Accept", "text/event-stream")
+		req.Header = b.headers[1]
 	} else {
-		h.Set("Accept", "application/json")
-	}
-	h.Set("User-Agent", userAgent)
-	for _, kv := range b.extraHeaders {
-		h.Set(kv[0], kv[1])
+		req.Header = b.headers[0]
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {

@@ -149,10 +149,10 @@ func New(cfg Config) (Adapter, error) {
 	}
 	b := newBase(cfg, u)
 	b.endpoint = joinEndpoint(u, path)
-	b.extraHeaders = extra
 	if cfg.Credential != "" {
-		b.extraHeaders = append(b.extraHeaders, [2]string{authHeader, authValue})
+		extra = append(extra, [2]string{authHeader, authValue})
 	}
+	b.setHeaders(extra)
 	if cfg.Protocol == ProtocolOpenAI {
 		return &openAI{base: b}, nil
 	}

@@ -48,7 +48,7 @@ func (x *exchange) answerJSON(c *provider.Completion) {
 	// Begin, or in its place) before the first byte.
 	x.finalize(statusSuccess, http.StatusOK)
 	h := x.w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonType
 	h.Set("X-Llmgw-Provider", x.rec.Provider)
 	x.w.WriteHeader(http.StatusOK)
 	_, _ = x.w.Write(body)

@@ -138,9 +138,7 @@ func (x *exchange) commit(sa *streamAttempt) *sseRelay {
 		rc: http.NewResponseController(x.w), buf: make([]byte, 0, 1024)}
 	x.waitBegun()
 	h := x.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
+	h["Content-Type"], h["Cache-Control"], h["X-Accel-Buffering"] = sseContentType, noCache, noBuffering
 	h.Set("X-Llmgw-Provider", sa.route.Provider)
 	x.w.WriteHeader(http.StatusOK)
 	rl.buf = rl.enc.role(rl.buf[:0])
@@ -152,6 +150,16 @@ func (x *exchange) commit(sa *streamAttempt) *sseRelay {
 	x.observeCommit(arrived, rl)
 	return rl
 }
+
+// The constant response headers' values, shared by every response: net/http
+// copies the header map when the head is written, so nothing writes to
+// them; assigning them costs no allocation, where Set makes a slice.
+var (
+	sseContentType = []string{"text/event-stream"}
+	noCache        = []string{"no-cache"}
+	noBuffering    = []string{"no"}
+	jsonType       = []string{"application/json"}
+)
 
 // pump copies events to the client as they arrive, one flush for the events
 // that arrived together, until the upstream ends (nil), fails, stalls for
@@ -168,8 +176,10 @@ func (rl *sseRelay) pump(ctx context.Context) *failure {
 			// Events that arrived together go out with one write and one
 			// flush; the first that would wait on the network ends the batch.
 			rl.buf = rl.buf[:0]
+			if err == nil {
+				idleTimer.Reset(idle) // once per read from the network, not per event
+			}
 			for err == nil {
-				idleTimer.Reset(idle)
 				sa.absorb(ev)
 				if ev.Text != "" {
 					rl.buf = rl.enc.content(rl.buf, ev.Text)

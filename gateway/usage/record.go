@@ -121,19 +121,37 @@ type attemptJSON struct {
 	L int64  `json:"l,omitempty"`
 }
 
-func encodeAttempts(as []Attempt) (string, error) {
+// encodeAttempts writes what json.Marshal of the attemptJSON list would,
+// appended by hand: it runs for every Begin and Finish, where json.Marshal
+// took ≈ 1.1 µs and four allocations for one attempt, this ≈ 0.5 µs and two
+// (2026-12-02, the 2-core machine under load). TestEncodeAttemptsDecodes
+// keeps the two readings equal.
+func encodeAttempts(as []Attempt) string {
 	if len(as) == 0 {
-		return "[]", nil
+		return "[]"
 	}
-	js := make([]attemptJSON, len(as))
+	b := make([]byte, 0, 96*len(as))
 	for i, a := range as {
-		js[i] = attemptJSON{P: a.Provider, M: a.Model, O: a.Outcome, S: a.StatusCode, L: a.LatencyMs}
+		b = append(b, ',')
+		if i == 0 {
+			b[len(b)-1] = '['
+		}
+		// Every member is written with a leading comma; the first one's
+		// becomes the object's brace.
+		start := len(b)
+		b = appendOptStr(b, `,"p":`, a.Provider)
+		b = appendOptStr(b, `,"m":`, a.Model)
+		b = appendOptStr(b, `,"o":`, a.Outcome)
+		b = appendOptInt(b, `,"s":`, int64(a.StatusCode))
+		b = appendOptInt(b, `,"l":`, a.LatencyMs)
+		if len(b) == start {
+			b = append(b, '{')
+		} else {
+			b[start] = '{'
+		}
+		b = append(b, '}')
 	}
-	b, err := json.Marshal(js)
-	if err != nil {
-		return "", fmt.Errorf("usage: encode attempts: %w", err)
-	}
-	return string(b), nil
+	return string(append(b, ']'))
 }
 
 func decodeAttempts(s string) ([]Attempt, error) {

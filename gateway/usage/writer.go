@@ -99,10 +99,7 @@ func (l *Ledger) Begin(r Record) *Pending {
 	if o.rec.CreatedAt.IsZero() {
 		o.rec.CreatedAt = time.Now()
 	}
-	var err error
-	if o.attempts, err = encodeAttempts(r.Attempts); err != nil {
-		return o.fail(err)
-	}
+	o.attempts = encodeAttempts(r.Attempts)
 	if l.journal != nil {
 		if ok, _ := l.journal.add(o); ok {
 			close(o.done) // durable now; the writer leaves this Pending alone
@@ -150,10 +147,7 @@ func (l *Ledger) Finish(ctx context.Context, r Record) error {
 	if o.rec.CreatedAt.IsZero() {
 		o.rec.CreatedAt = o.rec.FinishedAt
 	}
-	var err error
-	if o.attempts, err = encodeAttempts(r.Attempts); err != nil {
-		return err
-	}
+	o.attempts = encodeAttempts(r.Attempts)
 	// A Finish without the Begin's time cannot stand in for its Begin's
 	// line (the row keeps the Begin's CreatedAt): it waits for its row.
 	if l.journal != nil && l.opts.FinishJournal && !r.CreatedAt.IsZero() {
