@@ -244,12 +244,26 @@ func (x *exchange) finalize(status string, httpStatus int) {
 		label = x.alias.Name
 	}
 	x.s.metrics.request(label, status, httpStatus)
-	// Typed attributes: one line per request, without boxing each value.
-	x.s.log.LogAttrs(context.Background(), slog.LevelInfo, "chat", slog.String("request_id", x.rec.RequestID),
+	x.logLine(status, httpStatus)
+}
+
+// logLine writes the request's one log line, with typed attributes (no
+// boxing), straight to the handler: Logger.LogAttrs would also take the
+// caller's PC with runtime.Callers, for a source location the gateway's
+// handler never prints (≈ 0.6 % of its CPU per stream in a profile at c=8).
+func (x *exchange) logLine(status string, httpStatus int) {
+	ctx := context.Background()
+	h := x.s.log.Handler()
+	if !h.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, "chat", 0)
+	r.AddAttrs(slog.String("request_id", x.rec.RequestID),
 		slog.String("key_id", x.rec.KeyID), slog.String("alias", x.rec.Alias), slog.String("provider", x.rec.Provider),
 		slog.String("status", status), slog.Int("http_status", httpStatus), slog.String("error_type", x.rec.ErrorType),
 		slog.Int("fallbacks", x.rec.Fallbacks), slog.Bool("stream", x.rec.Stream), slog.Int("input_tokens", x.rec.InputTokens),
 		slog.Int("output_tokens", x.rec.OutputTokens), slog.Int64("latency_ms", x.rec.LatencyMs))
+	_ = h.Handle(ctx, r) // a logger has nowhere to report its own failure
 }
 
 // detached is a context for work the request needs done even if its client
