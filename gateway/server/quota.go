@@ -50,7 +50,7 @@ func errQuotaStore() *apiError {
 // waits, so it gets no timer: a context with a timer costs three
 // allocations and a timer start and stop on every request.
 func (x *exchange) storeContext() (context.Context, context.CancelFunc) {
-	if x.s.quotaInProcess {
+	if _, inProcess := x.s.quota.(*quota.Memory); inProcess {
 		return context.Background(), func() {}
 	}
 	return x.detached(quotaStoreTimeout)

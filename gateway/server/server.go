@@ -76,9 +76,6 @@ type Server struct {
 	// for a quota store that starts empty (quota.go).
 	seeds atomic.Pointer[spendSeeds]
 
-	// quotaInProcess: quota is the memory store, whose calls never block.
-	quotaInProcess bool
-
 	// credKick wakes RetryCredentials when a state with unreadable
 	// credentials is published.
 	credKick chan struct{}
@@ -105,7 +102,6 @@ func New(opts Options) (*Server, error) {
 	if s.quota = opts.Quota; s.quota == nil {
 		s.quota = quota.NewMemory()
 	}
-	_, s.quotaInProcess = s.quota.(*quota.Memory)
 	s.setAbuseLimits(opts)
 	s.breakers.init(s.log, s.metrics, s.now)
 	s.gate.failOpen.Store(opts.LedgerFailOpen)

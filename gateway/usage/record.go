@@ -130,11 +130,10 @@ func encodeAttempts(as []Attempt) string {
 	if len(as) == 0 {
 		return "[]"
 	}
-	b := make([]byte, 0, 96*len(as))
+	b := append(make([]byte, 0, 96*len(as)), '[')
 	for i, a := range as {
-		b = append(b, ',')
-		if i == 0 {
-			b[len(b)-1] = '['
+		if i > 0 {
+			b = append(b, ',')
 		}
 		// Every member is written with a leading comma; the first one's
 		// becomes the object's brace.
