@@ -245,23 +245,22 @@ func parseMessages(msgs []chatMessage, lim limits, p *parsedRequest, countTokens
 	}
 	p.req.Messages = make([]provider.Message, 0, len(msgs))
 	for i, m := range msgs {
-		param := fmt.Sprintf("messages[%d]", i)
 		role := m.Role
 		switch role {
 		case "system", "user", "assistant":
 		case "developer": // OpenAI's newer name for system instructions
 			role = "system"
 		case "":
-			return errInvalid("missing_field", param+".role", "every message needs a role")
+			return errInvalid("missing_field", msgParam(i, ".role"), "every message needs a role")
 		default:
-			return errInvalid("unsupported_parameter", param+".role", "role must be system, developer, user or assistant")
+			return errInvalid("unsupported_parameter", msgParam(i, ".role"), "role must be system, developer, user or assistant")
 		}
-		text, e := flattenContent(m.Content, param+".content")
+		text, e := flattenContent(m.Content, i)
 		if e != nil {
 			return e
 		}
 		if lim.maxContentChars > 0 && utf8.RuneCountInString(text) > lim.maxContentChars {
-			return errInvalid("content_too_long", param+".content", fmt.Sprintf("message content must be at most %d characters", lim.maxContentChars))
+			return errInvalid("content_too_long", msgParam(i, ".content"), fmt.Sprintf("message content must be at most %d characters", lim.maxContentChars))
 		}
 		p.inputTokens += countTokens(text)
 		p.req.Messages = append(p.req.Messages, provider.Message{Role: role, Content: text})
@@ -269,46 +268,58 @@ func parseMessages(msgs []chatMessage, lim limits, p *parsedRequest, countTokens
 	return nil
 }
 
+// msgParam names a field of messages[i] for an error's param: built only
+// when there is an error, as the valid request needs none of these strings.
+func msgParam(i int, field string) string {
+	return "messages[" + strconv.Itoa(i) + "]" + field
+}
+
+// partParam names a field of messages[i].content[j].
+func partParam(i, j int, field string) string {
+	return msgParam(i, ".content["+strconv.Itoa(j)+"]"+field)
+}
+
 // flattenContent accepts a string or an array of text parts; anything else
 // (images, audio, files) is outside the supported subset.
-func flattenContent(raw jsontext.Value, param string) (string, *apiError) {
+func flattenContent(raw jsontext.Value, i int) (string, *apiError) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return "", errInvalid("missing_field", param, "message content is required")
+		return "", errInvalid("missing_field", msgParam(i, ".content"), "message content is required")
 	}
 	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", errInvalid("invalid_type", param, "content must be a string or an array of text parts")
+		// The body's decode has checked the string already; unquoting it
+		// needs no reflection.
+		s, err := jsontext.AppendUnquote(nil, raw)
+		if err != nil {
+			return "", errInvalid("invalid_type", msgParam(i, ".content"), "content must be a string or an array of text parts")
 		}
-		return s, nil
+		return string(s), nil
 	}
 	if raw[0] != '[' {
-		return "", errInvalid("invalid_type", param, "content must be a string or an array of text parts")
+		return "", errInvalid("invalid_type", msgParam(i, ".content"), "content must be a string or an array of text parts")
 	}
 	var parts []jsontext.Value
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errInvalid("invalid_type", param, "content must be a string or an array of text parts")
+		return "", errInvalid("invalid_type", msgParam(i, ".content"), "content must be a string or an array of text parts")
 	}
 	var sb strings.Builder
 	for j, pr := range parts {
-		pp := fmt.Sprintf("%s[%d]", param, j)
 		// The type is read first, loosely: an image or audio part is a
 		// well-formed OpenAI part the gateway does not support, not a type error.
 		var kind struct {
 			Type string `json:"type"`
 		}
 		if err := json.Unmarshal(pr, &kind); err != nil {
-			return "", errInvalid("invalid_type", pp, "content parts must be objects {\"type\":\"text\",\"text\":...}")
+			return "", errInvalid("invalid_type", partParam(i, j, ""), "content parts must be objects {\"type\":\"text\",\"text\":...}")
 		}
 		if kind.Type != "text" {
-			return "", errInvalid("unsupported_parameter", pp+".type", "only text content parts are supported")
+			return "", errInvalid("unsupported_parameter", partParam(i, j, ".type"), "only text content parts are supported")
 		}
 		var part contentPart
 		if err := json.Unmarshal(pr, &part, strictJSON); err != nil {
-			return "", errInvalid("invalid_type", pp, "text content parts are {\"type\":\"text\",\"text\":...}")
+			return "", errInvalid("invalid_type", partParam(i, j, ""), "text content parts are {\"type\":\"text\",\"text\":...}")
 		}
 		if part.Text == nil {
-			return "", errInvalid("missing_field", pp+".text", "text content parts need text")
+			return "", errInvalid("missing_field", partParam(i, j, ".text"), "text content parts need text")
 		}
 		sb.WriteString(*part.Text)
 	}
