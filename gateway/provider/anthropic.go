@@ -76,13 +76,15 @@ type antEvent struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	} `json:"content_block"`
-	Delta *struct {
-		Type       string `json:"type"`
-		Text       string `json:"text"`
-		StopReason string `json:"stop_reason"`
-	} `json:"delta"`
-	Usage *antUsage    `json:"usage"`
-	Error *errorDetail `json:"error"`
+	Delta *antEventDelta `json:"delta"`
+	Usage *antUsage      `json:"usage"`
+	Error *errorDetail   `json:"error"`
+}
+
+type antEventDelta struct {
+	Type       string `json:"type"`
+	Text       string `json:"text"`
+	StopReason string `json:"stop_reason"`
 }
 
 func encodeAnthropic(req *Request, stream bool) ([]byte, error) {
@@ -174,6 +176,8 @@ func (a *anthropic) Stream(ctx context.Context, req *Request) (Stream, error) {
 
 type antDecoder struct {
 	ev       antEvent
+	fast     fastReader
+	delta    antEventDelta // what ev.Delta points to when the fast reader fills it
 	input    int
 	cached   int
 	hasInput bool
@@ -189,8 +193,11 @@ func (d *antDecoder) decode(typ, data []byte, q *queue) (bool, *Error) {
 	// Zeroed each time: Unmarshal leaves fields an event omits untouched.
 	d.ev = antEvent{}
 	e := &d.ev
-	if err := decodeJSON(data, e); err != nil {
-		return false, &Error{Kind: KindProtocol, Message: "malformed stream event JSON"}
+	if !d.fast.antEvent(data, e, &d.delta) {
+		d.ev = antEvent{} // what the fast reader filled in before it gave up
+		if err := decodeJSON(data, e); err != nil {
+			return false, &Error{Kind: KindProtocol, Message: "malformed stream event JSON"}
+		}
 	}
 	name := string(typ)
 	if name == "" {

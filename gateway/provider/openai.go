@@ -74,6 +74,15 @@ type oaiChunk struct {
 	Error   *errorDetail     `json:"error"`
 }
 
+// reset empties c for the next chunk. Unmarshal leaves fields a chunk omits
+// untouched, and decodes slice elements in place, so everything is cleared;
+// the Choices array is reused.
+func (c *oaiChunk) reset() {
+	choices := c.Choices[:cap(c.Choices)]
+	clear(choices)
+	*c = oaiChunk{Choices: choices[:0]}
+}
+
 type oaiChunkChoice struct {
 	Index int `json:"index"`
 	Delta struct {
@@ -137,7 +146,10 @@ func (a *openAI) Stream(ctx context.Context, req *Request) (Stream, error) {
 	return a.stream(ctx, req, encodeOpenAI, &oaiDecoder{})
 }
 
-type oaiDecoder struct{ chunk oaiChunk }
+type oaiDecoder struct {
+	chunk oaiChunk
+	fast  fastReader
+}
 
 var doneMarker = []byte("[DONE]")
 
@@ -145,14 +157,13 @@ func (d *oaiDecoder) decode(_, data []byte, q *queue) (bool, *Error) {
 	if bytes.Equal(data, doneMarker) {
 		return true, nil
 	}
-	// Unmarshal leaves fields a chunk omits untouched, and decodes slice elements
-	// in place, so everything is cleared first; the Choices array is reused.
 	c := &d.chunk
-	choices := c.Choices[:cap(c.Choices)]
-	clear(choices)
-	*c = oaiChunk{Choices: choices[:0]}
-	if err := decodeJSON(data, c); err != nil {
-		return false, &Error{Kind: KindProtocol, Message: "malformed stream chunk JSON"}
+	c.reset()
+	if !d.fast.oaiChunk(data, c) {
+		c.reset() // what the fast reader filled in before it gave up
+		if err := decodeJSON(data, c); err != nil {
+			return false, &Error{Kind: KindProtocol, Message: "malformed stream chunk JSON"}
+		}
 	}
 	if c.Error != nil {
 		return false, &Error{Kind: KindStream, Type: c.Error.typ(), Message: c.Error.Message}

@@ -75,6 +75,18 @@ func BenchmarkDecodeChunk(b *testing.B) {
 			q.pop()
 		}
 	})
+	// The struct decoder alone, as every chunk was read before fastReader
+	// (and as a chunk the fast reader leaves to it still is).
+	b.Run("openai-struct", func(b *testing.B) {
+		var c oaiChunk
+		b.ReportAllocs()
+		for b.Loop() {
+			c.reset()
+			if err := decodeJSON(oai, &c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("anthropic", func(b *testing.B) {
 		var d antDecoder
 		var q queue
@@ -85,6 +97,16 @@ func BenchmarkDecodeChunk(b *testing.B) {
 				b.Fatal(e)
 			}
 			q.pop()
+		}
+	})
+	b.Run("anthropic-struct", func(b *testing.B) {
+		var e antEvent
+		b.ReportAllocs()
+		for b.Loop() {
+			e = antEvent{}
+			if err := decodeJSON(ant, &e); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }
