@@ -8,7 +8,10 @@
 # CPU (/proc/PID/stat) over them divided by N. Prints every run and, per
 # variant, the median and its ratio to the first variant's median.
 #
-#   hack/bench/ab-cpu.sh [-n 20000] [-c 8] [-r 5] [-stream on|off] VARIANT...
+#   hack/bench/ab-cpu.sh [-n 20000] [-c 8] [-r 5] [-stream on|off] [-chunks 4] VARIANT...
+#
+# -chunks sets the content pieces of every mock answer (a stream's events:
+# that many content chunks plus the role, finish and usage ones).
 #
 # VARIANT is `revproxy` (hack/bench/revproxy: the baseline) or
 # `BINARY[:FLAGS]`, an llmgw binary with extra `llmgw gateway` flags, e.g.
@@ -16,15 +19,15 @@
 # Build first: make bench-tools (bin/llmgw, bin/bench-revproxy).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-n=20000 c=8 rounds=5 stream=on
+n=20000 c=8 rounds=5 stream=on chunks=4
 while [[ $# -gt 0 && $1 == -* ]]; do
 	case $1 in
-	-n) n=$2 ;; -c) c=$2 ;; -r) rounds=$2 ;; -stream) stream=$2 ;;
+	-n) n=$2 ;; -c) c=$2 ;; -r) rounds=$2 ;; -stream) stream=$2 ;; -chunks) chunks=$2 ;;
 	*) echo "unknown flag $1" >&2; exit 2 ;;
 	esac
 	shift 2
 done
-[[ $# -gt 0 ]] || { sed -n '2,17p' "$0" >&2; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '2,20p' "$0" >&2; exit 2; }
 work=$(mktemp -d bin/ab-cpu.XXXX)
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -82,7 +85,7 @@ GO
 (cd "$work/client" && cat >go.mod <<<'module client' && CGO_ENABLED=0 go build -o client .)
 
 mock_port=$(free_port)
-bin/llmgw mockprovider --flavor alpha --addr "127.0.0.1:$mock_port" --default-chunks 4 --log-level warn >"$work/mock.log" 2>&1 &
+bin/llmgw mockprovider --flavor alpha --addr "127.0.0.1:$mock_port" --default-chunks "$chunks" --log-level warn >"$work/mock.log" 2>&1 &
 pids+=($!)
 wait_up "http://127.0.0.1:$mock_port/healthz"
 cat >"$work/snapshot.json" <<JSON
