@@ -14,15 +14,9 @@ var antDeltaTypes = []string{"text_delta", "input_json_delta", "thinking_delta",
 // false leaves the event to the struct decoder, as it does for any event
 // that carries a message, a content block, usage or an error.
 func (r *fastReader) antEvent(data []byte, e *antEvent, scratch *antEventDelta) bool {
-	if !r.start(data) {
-		return false
-	}
 	var seen [2]bool
-	for {
-		name, ok := r.name()
-		if !ok {
-			break
-		}
+	return r.event(data, func(name jsontext.Value) bool {
+		var ok bool
 		switch string(name) {
 		case `"type"`:
 			ok = !seen[0] && r.strOf(&e.Type, antEventTypes)
@@ -31,15 +25,12 @@ func (r *fastReader) antEvent(data []byte, e *antEvent, scratch *antEventDelta) 
 			ok = !seen[1] && r.antDelta(e, scratch)
 			seen[1] = true
 		case `"message"`, `"content_block"`, `"usage"`, `"error"`:
-			return false
+			ok = false
 		default:
 			ok = r.skip(name)
 		}
-		if !ok {
-			return false
-		}
-	}
-	return r.end()
+		return ok
+	})
 }
 
 func (r *fastReader) antDelta(e *antEvent, scratch *antEventDelta) bool {

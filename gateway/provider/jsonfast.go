@@ -28,16 +28,12 @@ type fastReader struct {
 	text []byte
 }
 
-// start points the reader at data and reads the opening brace.
-func (r *fastReader) start(data []byte) bool {
+// event reads the one object in data, calling member for each name; it
+// fails on anything after the object.
+func (r *fastReader) event(data []byte, member func(name jsontext.Value) bool) bool {
 	r.src = *bytes.NewBuffer(data)
 	r.dec.Reset(&r.src, lenient)
-	return r.open('{')
-}
-
-// end reads the closing brace of the event; nothing may follow it.
-func (r *fastReader) end() bool {
-	if !r.close('}') {
+	if !r.open('{') || !r.members(member) || !r.close('}') {
 		return false
 	}
 	_, err := r.dec.ReadToken()
@@ -95,19 +91,21 @@ func (r *fastReader) object(member func(name jsontext.Value) bool) bool {
 	if r.dec.PeekKind() == 'n' {
 		return r.dec.SkipValue() == nil
 	}
-	if !r.open('{') {
-		return false
-	}
+	return r.open('{') && r.members(member) && r.close('}')
+}
+
+// members calls member for each name of the object being read, up to its
+// closing brace.
+func (r *fastReader) members(member func(name jsontext.Value) bool) bool {
 	for {
 		n, ok := r.name()
 		if !ok {
-			break
+			return true // the closing read reports a syntax error
 		}
 		if !member(n) {
 			return false
 		}
 	}
-	return r.close('}')
 }
 
 // unquote reads a string or null (as "") into r.text; invalid UTF-8, which the

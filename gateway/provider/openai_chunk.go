@@ -5,15 +5,9 @@ import "github.com/go-json-experiment/json/jsontext"
 // oaiChunk reads an OpenAI stream chunk into c (jsonfast.go); false leaves
 // the chunk to the struct decoder.
 func (r *fastReader) oaiChunk(data []byte, c *oaiChunk) bool {
-	if !r.start(data) {
-		return false
-	}
 	var seen [3]bool
-	for {
-		name, ok := r.name()
-		if !ok {
-			break
-		}
+	return r.event(data, func(name jsontext.Value) bool {
+		var ok bool
 		switch string(name) {
 		case `"choices"`:
 			ok = !seen[0] && r.oaiChoices(c)
@@ -27,11 +21,8 @@ func (r *fastReader) oaiChunk(data []byte, c *oaiChunk) bool {
 		default:
 			ok = r.skip(name)
 		}
-		if !ok {
-			return false
-		}
-	}
-	return r.end()
+		return ok
+	})
 }
 
 func (r *fastReader) oaiChoices(c *oaiChunk) bool {
