@@ -95,6 +95,22 @@ func startStack(t *testing.T, opts localstack.Options) (*harness, *localstack.St
 	return h, st
 }
 
+// oneKeySnapshot is the least a request needs to get past authentication:
+// one key allowed every model and one alias, "chat", on a provider nobody
+// listens on; plain is the key's secret.
+func oneKeySnapshot(t *testing.T) (plain string, snap *snapshot.Snapshot) {
+	t.Helper()
+	plain, prefix, hash, err := keyformat.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plain, &snapshot.Snapshot{
+		Providers: []snapshot.Provider{{Name: "alpha", Protocol: snapshot.ProtocolOpenAI, BaseURL: "http://127.0.0.1:1"}},
+		Aliases:   []snapshot.Alias{{Name: "chat", Primary: snapshot.Route{Provider: "alpha", Model: "m"}}},
+		Keys:      []snapshot.Key{{ID: "key-a", Prefix: prefix, Hash: hash, Models: []string{"*"}}},
+	}
+}
+
 // chatBody builds a request; directive (if any) becomes the @mock line.
 func chatBody(model string, stream bool, directive string) string {
 	content := "Tell me something deterministic please"

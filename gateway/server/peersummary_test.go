@@ -10,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/api/keyformat"
 	"github.com/llmgw/llmgw/api/money"
-	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/gateway/peers"
 	"github.com/llmgw/llmgw/gateway/server"
 	"github.com/llmgw/llmgw/gateway/usage"
@@ -22,15 +20,7 @@ import (
 // key's records, answer the same totals whichever is asked, and a third
 // replica that is down makes the answer partial, never silently smaller.
 func TestUsageSummaryAcrossReplicas(t *testing.T) {
-	plain, prefix, hash, err := keyformat.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap := &snapshot.Snapshot{
-		Providers: []snapshot.Provider{{Name: "alpha", Protocol: snapshot.ProtocolOpenAI, BaseURL: "http://127.0.0.1:1"}},
-		Aliases:   []snapshot.Alias{{Name: "chat", Primary: snapshot.Route{Provider: "alpha", Model: "m"}}},
-		Keys:      []snapshot.Key{{ID: "key-a", Prefix: prefix, Hash: hash, Models: []string{"*"}}},
-	}
+	plain, snap := oneKeySnapshot(t)
 	const token = "peer-token"
 	addrs := map[string]string{} // gw-N.peers:9090 → the replica's management listener
 	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/api/keyformat"
-	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/gateway/quota"
 	"github.com/llmgw/llmgw/gateway/server"
 	"github.com/llmgw/llmgw/gateway/usage"
@@ -41,10 +39,7 @@ func (d *deadlineStore) Reserve(ctx context.Context, _ string, _ []quota.Limit, 
 // on the request path stays bounded (5 s), so a store that hangs cannot
 // hold a request forever.
 func TestSharedQuotaStoreCallsAreBounded(t *testing.T) {
-	plain, prefix, hash, err := keyformat.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, snap := oneKeySnapshot(t)
 	l, err := usage.Open(t.Context(), t.TempDir()+"/u.db", usage.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -54,11 +49,6 @@ func TestSharedQuotaStoreCallsAreBounded(t *testing.T) {
 	srv, err := server.New(server.Options{Ledger: l, Quota: store, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
-	}
-	snap := &snapshot.Snapshot{
-		Providers: []snapshot.Provider{{Name: "alpha", Protocol: snapshot.ProtocolOpenAI, BaseURL: "http://127.0.0.1:1"}},
-		Aliases:   []snapshot.Alias{{Name: "chat", Primary: snapshot.Route{Provider: "alpha", Model: "m"}}},
-		Keys:      []snapshot.Key{{ID: "key-a", Prefix: prefix, Hash: hash, Models: []string{"*"}}},
 	}
 	if err := srv.Apply(t.Context(), snap); err != nil {
 		t.Fatal(err)
