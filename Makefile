@@ -26,9 +26,10 @@ lint: ## go vet + gofmt check
 # LLMGW_REQUIRE_REDIS=0 skips them.
 LLMGW_REQUIRE_PRIVILEGED ?= 1
 .PHONY: test
-test: envtest redis-server ## unit, integration and envtest suites with the race detector, then a fuzz smoke pass (10000 executions a target)
+test: envtest redis-server ## unit, integration and envtest suites with the race detector, the stack measure without it, then a fuzz smoke pass (10000 executions a target)
 	@echo "[test] go test -race ./... (envtest: $(ENVTEST_ASSETS))"
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) LLMGW_REQUIRE_ENVTEST=1 LLMGW_REQUIRE_PRIVILEGED=$(LLMGW_REQUIRE_PRIVILEGED) LLMGW_REQUIRE_REDIS=$(LLMGW_REQUIRE_REDIS) $(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -run '^TestOpenStreamCostsNoMoreStackThanAReverseProxy$$' ./gateway/server/
 	FUZZTIME=$${FUZZTIME:-10000x} hack/fuzz.sh
 
 .PHONY: fuzz

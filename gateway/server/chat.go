@@ -51,8 +51,10 @@ type exchange struct {
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{s: s, w: w, r: r, st: s.state.Load(), start: s.now()}
-	x.rec = usage.Record{RequestID: requestID(w), ClientRequestID: clientRequestID(r),
-		Status: usage.StatusInProgress, CreatedAt: x.start}
+	// Field by field, not a Record literal: the literal is built on the
+	// stack first, and this frame stays under every request (see serve).
+	x.rec.RequestID, x.rec.ClientRequestID = requestID(w), clientRequestID(r)
+	x.rec.Status, x.rec.CreatedAt = usage.StatusInProgress, x.start
 	if x.rec.ClientRequestID != "" {
 		w.Header().Set("X-Client-Request-Id", x.rec.ClientRequestID)
 	}
@@ -71,40 +73,65 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 }
 
 // serve admits the request, then hands it to the JSON or the SSE path.
+//
+// Admission is its own call so that its frame (the checks, the body, the
+// parse: about 1 KB of stack) is gone before the relay starts: a stream's
+// handler goroutine then stays within its first 8 KiB of stack through the
+// deepest things it does (the response's first flush, the log line at the
+// end), instead of growing to 16 KiB and keeping that for the stream's
+// whole life: 8 KB less per open stream (docs/BENCHMARK.md, "stack").
 func (x *exchange) serve(inflight int64) {
+	if !x.admitChat(inflight) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(x.r.Context(), ms(x.alias.Timeouts.TotalMs))
+	defer cancel()
+	if x.p.stream {
+		x.relaySSE(ctx)
+	} else {
+		x.completeJSON(ctx)
+	}
+}
+
+// admitChat runs every check before a provider is called, answering and
+// recording a refusal itself; true when the request may go on, with x.p and
+// x.alias set.
+//
+//go:noinline
+func (x *exchange) admitChat(inflight int64) bool {
 	s, st := x.s, x.st
 	// A ledger that cannot commit comes before everything: nothing the
 	// gateway does for a request it cannot record may happen.
 	if aerr := s.checkLedger(); aerr != nil {
 		x.refuseUnrecorded(aerr)
-		return
+		return false
 	}
 	// The edge (edges.go) leaves the header limit of chat to us: the
 	// refusal is a chat request's answer and gets its record.
 	if aerr := checkHeaderBytes(x.r); aerr != nil {
 		x.begin()
 		x.reject(aerr)
-		return
+		return false
 	}
 	// The client-address limit comes next: a flood without a valid key
 	// costs one record per request and nothing else.
 	if aerr := s.checkClientIP(x.r); aerr != nil {
 		x.begin()
 		x.reject(aerr)
-		return
+		return false
 	}
 	if st == nil {
 		x.begin()
 		x.reject(&apiError{status: http.StatusServiceUnavailable, typ: typeOverloaded, code: "not_ready",
 			message: "the gateway has no configuration loaded yet", retryAfter: time.Second})
-		return
+		return false
 	}
 	lim := st.snap.Limits
 	if inflight > int64(lim.MaxConcurrent) {
 		x.begin()
 		x.reject(&apiError{status: http.StatusServiceUnavailable, typ: typeOverloaded, code: "gateway_overloaded",
 			message: "the gateway is at its concurrent request limit; retry shortly", retryAfter: time.Second})
-		return
+		return false
 	}
 	key, aerr := s.authenticate(st, x.r)
 	if key != nil {
@@ -113,23 +140,23 @@ func (x *exchange) serve(inflight int64) {
 	x.begin()
 	if aerr != nil {
 		x.reject(aerr)
-		return
+		return false
 	}
 	if aerr := x.checkRate(key); aerr != nil {
 		x.reject(aerr)
-		return
+		return false
 	}
 	t0 := x.elapsed()
 	body, aerr := readBody(x.w, x.r, lim.MaxBodyBytes)
 	x.times.clientBody = x.elapsed() - t0 // the client's pace, not the gateway's
 	if aerr != nil {
 		x.reject(aerr)
-		return
+		return false
 	}
 	p, aerr := parseChatRequest(body, limits{maxMessages: lim.MaxMessages, maxContentChars: lim.MaxContentChars}, tokens.Count)
 	if aerr != nil {
 		x.reject(aerr)
-		return
+		return false
 	}
 	x.p = p
 	x.rec.Alias, x.rec.Stream = p.alias, p.stream
@@ -141,20 +168,14 @@ func (x *exchange) serve(inflight int64) {
 	alias, aerr := authorizeModel(st, key, p.alias)
 	if aerr != nil {
 		x.reject(aerr)
-		return
+		return false
 	}
 	x.alias = alias
 	if aerr := x.admit(key); aerr != nil {
 		x.reject(aerr)
-		return
+		return false
 	}
-	ctx, cancel := context.WithTimeout(x.r.Context(), ms(alias.Timeouts.TotalMs))
-	defer cancel()
-	if p.stream {
-		x.relaySSE(ctx)
-	} else {
-		x.completeJSON(ctx)
-	}
+	return true
 }
 
 func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *apiError) {
@@ -258,12 +279,21 @@ func (x *exchange) logLine(status string, httpStatus int) {
 		return
 	}
 	r := slog.NewRecord(time.Now(), slog.LevelInfo, "chat", 0)
+	x.addLogAttrs(&r, status, httpStatus)
+	_ = h.Handle(ctx, r) // a logger has nowhere to report its own failure
+}
+
+// addLogAttrs is apart from logLine so that the attributes' temporaries
+// (about 1.2 KB of stack) are gone before the handler runs: the log line is
+// the deepest call of a stream's handler goroutine (see serve).
+//
+//go:noinline
+func (x *exchange) addLogAttrs(r *slog.Record, status string, httpStatus int) {
 	r.AddAttrs(slog.String("request_id", x.rec.RequestID),
 		slog.String("key_id", x.rec.KeyID), slog.String("alias", x.rec.Alias), slog.String("provider", x.rec.Provider),
 		slog.String("status", status), slog.Int("http_status", httpStatus), slog.String("error_type", x.rec.ErrorType),
 		slog.Int("fallbacks", x.rec.Fallbacks), slog.Bool("stream", x.rec.Stream), slog.Int("input_tokens", x.rec.InputTokens),
 		slog.Int("output_tokens", x.rec.OutputTokens), slog.Int64("latency_ms", x.rec.LatencyMs))
-	_ = h.Handle(ctx, r) // a logger has nowhere to report its own failure
 }
 
 // detached is a context for work the request needs done even if its client
