@@ -16,12 +16,14 @@ import (
 type runtimeStats struct {
 	Goroutines int
 	HeapInuse  uint64 // bytes
+	StackInuse uint64 // bytes of goroutine stacks; 0 where not exposed
 }
 
 var mgmtClient = &http.Client{Timeout: 5 * time.Second}
 
-// scrape reads go_goroutines and go_memstats_heap_inuse_bytes from a
-// Prometheus text exposition at base+"/metrics".
+// scrape reads go_goroutines and go_memstats_heap_inuse_bytes (and
+// go_memstats_stack_inuse_bytes where present) from a Prometheus text
+// exposition at base+"/metrics".
 func scrape(ctx context.Context, base string) (runtimeStats, error) {
 	body, err := getMetrics(ctx, base)
 	if err != nil {
@@ -73,6 +75,10 @@ func parseRuntimeStats(r io.Reader) (runtimeStats, error) {
 				return st, fmt.Errorf("go_memstats_heap_inuse_bytes %q: %w", val, err)
 			}
 			st.HeapInuse, seen = uint64(f), seen|2
+		case "go_memstats_stack_inuse_bytes":
+			if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+				st.StackInuse = uint64(f)
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {

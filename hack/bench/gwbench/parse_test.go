@@ -18,6 +18,8 @@ func TestParseRuntimeStats(t *testing.T) {
 			runtimeStats{Goroutines: 23, HeapInuse: 5_500_000}, false},
 		{"labelled look-alikes are ignored", "go_goroutines_total{x=\"1\"} 9\ngo_goroutines 7\ngo_memstats_heap_inuse_bytes 100\n",
 			runtimeStats{Goroutines: 7, HeapInuse: 100}, false},
+		{"stacks where exposed", "go_goroutines 7\ngo_memstats_heap_inuse_bytes 100\ngo_memstats_stack_inuse_bytes 1.9628032e+07\n",
+			runtimeStats{Goroutines: 7, HeapInuse: 100, StackInuse: 19_628_032}, false},
 		{"missing heap", "go_goroutines 7\n", runtimeStats{}, true},
 		{"garbage value", "go_goroutines many\ngo_memstats_heap_inuse_bytes 1\n", runtimeStats{}, true},
 	} {

@@ -120,6 +120,7 @@ type StreamSample struct {
 	RSSMB      float64 `json:"rss_mb"`
 	FileMB     float64 `json:"file_mb,omitempty"` // of RSSMB, file-backed (the binary's pages)
 	Goroutines int     `json:"goroutines,omitempty"`
+	StackMB    float64 `json:"stack_mb,omitempty"` // goroutine stacks (go_memstats_stack_inuse_bytes)
 }
 
 // StreamRow is the streams phase of one target in one round. Memory is in

@@ -180,18 +180,18 @@ func (b *bench) sampleStreams(ctx context.Context, t *target, p *proc, start tim
 	var out []StreamSample
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	gor := -1
+	gor, stack := -1, 0.0
 	for i := 0; ; i++ {
 		if t.mgmt != "" && i%5 == 0 {
 			if rs, err := scrape(ctx, t.mgmt); err == nil {
-				gor = rs.Goroutines
+				gor, stack = rs.Goroutines, float64(rs.StackInuse)/mb
 			}
 		}
 		m, err := p.mem()
 		if err == nil {
 			s := StreamSample{T: time.Since(start).Seconds(), Open: int(open.Load()), RSSMB: float64(m.rss) / mb, FileMB: float64(m.file) / mb}
 			if gor >= 0 {
-				s.Goroutines = gor
+				s.Goroutines, s.StackMB = gor, stack
 			}
 			out = append(out, s)
 		}

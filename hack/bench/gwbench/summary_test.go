@@ -69,7 +69,7 @@ func TestSummarizeRoundsClosedAndStreams(t *testing.T) {
 			{Workload: "alpha/json", Target: "llmgw", Conc: 8, RPS: 500, CPUPerReqUS: 250, Errors: 1},
 		}, Streams: []StreamRow{
 			{Target: "llmgw", Streams: 1000, IdleRSS: 40, PeakRSS: 100, IdleGor: 20, BackToIdle: true,
-				IdleFileRSS: 28, Samples: []StreamSample{{RSSMB: 60, FileMB: 29}, {RSSMB: 98, FileMB: 30}, {RSSMB: 90, FileMB: 31}}},
+				IdleFileRSS: 28, Samples: []StreamSample{{RSSMB: 60, FileMB: 29, StackMB: 12}, {RSSMB: 98, FileMB: 30, StackMB: 20}, {RSSMB: 90, FileMB: 31, StackMB: 21}}},
 			{Target: "direct", Streams: 1000, IdleRSS: 30, PeakRSS: 50, IdleGor: -1, IdleHeap: -1},
 		}},
 		{Closed: []ClosedRow{
@@ -77,7 +77,7 @@ func TestSummarizeRoundsClosedAndStreams(t *testing.T) {
 			{Workload: "alpha/json", Target: "llmgw", Conc: 8, RPS: 700, CPUPerReqUS: 270},
 		}, Streams: []StreamRow{
 			{Target: "llmgw", Streams: 1000, IdleRSS: 42, PeakRSS: 80, IdleGor: 22, BackReason: "goroutines 900",
-				IdleFileRSS: 30, Samples: []StreamSample{{RSSMB: 80, FileMB: 32}}},
+				IdleFileRSS: 30, Samples: []StreamSample{{RSSMB: 80, FileMB: 32, StackMB: 17}}},
 			{Target: "direct", Streams: 1000, IdleRSS: 30, PeakRSS: 52, IdleGor: -1, IdleHeap: -1},
 		}},
 	}
@@ -103,6 +103,14 @@ func TestSummarizeRoundsClosedAndStreams(t *testing.T) {
 	// Anonymous = RSS − file-backed, per round, then the median.
 	if g.IdleAnon != 12 || g.IdleFile != 29 || g.PeakAnon != 58 || g.PeakFile != 31 {
 		t.Errorf("llmgw RSS split %v/%v idle, %v/%v peak; want 12/29, 58/31", g.IdleAnon, g.IdleFile, g.PeakAnon, g.PeakFile)
+	}
+	// Stacks: the most any sample of a round saw (not the peak-RSS
+	// sample's), then the median: 21 and 17.
+	if g.PeakStack != 19 {
+		t.Errorf("llmgw peak stacks %v, want 19", g.PeakStack)
+	}
+	if !math.IsNaN(float64(d.PeakStack)) {
+		t.Errorf("a target without /metrics must have no stack figure: %v", d.PeakStack)
 	}
 	if !math.IsNaN(float64(d.PeakFile)) || !math.IsNaN(float64(d.IdleAnon)) {
 		t.Errorf("rounds without the split must have none: %+v", d)
