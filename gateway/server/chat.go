@@ -79,7 +79,8 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 // handler goroutine then stays within its first 8 KiB of stack through the
 // deepest things it does (the response's first flush, the log line at the
 // end), instead of growing to 16 KiB and keeping that for the stream's
-// whole life: 8 KB less per open stream (docs/BENCHMARK.md, "stack").
+// whole life: 8 KB less per open stream (docs/BENCHMARK.md, "a stream's
+// handler goroutine within 8 KiB of stack").
 func (x *exchange) serve(inflight int64) {
 	if !x.admitChat(inflight) {
 		return
