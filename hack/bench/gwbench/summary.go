@@ -75,11 +75,12 @@ func measured(f func(StreamRow) (file, v float64)) func(StreamRow) float64 {
 // peakStack is the most wave 1's samples saw in goroutine stacks, NaN
 // where none was scraped.
 func peakStack(r StreamRow) float64 {
-	top := math.NaN()
+	var top float64
 	for _, s := range r.Samples {
-		if s.StackMB > 0 && !(s.StackMB <= top) {
-			top = s.StackMB
-		}
+		top = max(top, s.StackMB)
+	}
+	if top == 0 {
+		return math.NaN()
 	}
 	return top
 }
@@ -107,13 +108,11 @@ type StreamSummary struct {
 	Wave2Peak Num    `json:"wave2_peak_rss_mb"`
 	// Idle and peak RSS split into anonymous memory (the process's own:
 	// heap, stacks) and file-backed pages (its binary's); NaN: not measured.
-	IdleAnon Num `json:"idle_anon_rss_mb"`
-	IdleFile Num `json:"idle_file_rss_mb"`
-	PeakAnon Num `json:"peak_anon_rss_mb"`
-	PeakFile Num `json:"peak_file_rss_mb"`
-	// PeakStack is the most the goroutine stacks held through wave 1 (part
-	// of the anonymous memory); NaN where the target has no /metrics.
-	PeakStack  Num      `json:"peak_stack_mb"`
+	IdleAnon   Num      `json:"idle_anon_rss_mb"`
+	IdleFile   Num      `json:"idle_file_rss_mb"`
+	PeakAnon   Num      `json:"peak_anon_rss_mb"`
+	PeakFile   Num      `json:"peak_file_rss_mb"`
+	PeakStack  Num      `json:"peak_stack_mb"` // of the anonymous: goroutine stacks, most through wave 1
 	AfterRSS   Num      `json:"after_rss_mb"`
 	IdleGor    Num      `json:"idle_goroutines"`
 	PeakGor    Num      `json:"peak_goroutines"`
