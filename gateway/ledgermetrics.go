@@ -21,6 +21,17 @@ func registerLedgerHealth(reg prometheus.Registerer, g *Gateway) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "llmgw_usage_unrecorded_requests_total",
 			Help: "Chat requests answered whose final usage record could not be written (the ledger's commit failed)."},
 			func() float64 { return float64(g.Ledger.Stats().Unrecorded) }),
+		// How the single writer keeps up: operations per transaction is
+		// ops/transactions over any window, and the queue is what waits.
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "llmgw_usage_ledger_operations_total",
+			Help: "Operations the usage ledger's writer applied (a request's begin and finish are one each; a held begin merged into its finish counts with it)."},
+			func() float64 { return float64(g.Ledger.Stats().Ops) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "llmgw_usage_ledger_transactions_total",
+			Help: "Transactions the usage ledger's writer ran, failed ones included; operations_total / transactions_total is the mean batch."},
+			func() float64 { return float64(g.Ledger.Stats().Batches) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "llmgw_usage_ledger_queued_operations",
+			Help: "Operations waiting for the usage ledger's writer (the queue holds 8,192; a full queue makes requests wait)."},
+			func() float64 { return float64(g.Ledger.Stats().Queued) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "llmgw_usage_store_refused_requests_total",
 			Help: "Chat requests refused with 503 usage_store_unavailable because the ledger could not commit; they have no usage record."},
 			func() float64 {

@@ -185,6 +185,11 @@ func TestLedgerFullDiskRefusesChatAndRecovers(t *testing.T) {
 	if got := f.upstreamCalls(); got != calls+2 {
 		t.Fatalf("%d upstream calls after recovery, want %d", got, calls+2)
 	}
+	// The writer's throughput series count what it did, failed batches too.
+	ops, txs := f.metric("llmgw_usage_ledger_operations_total"), f.metric("llmgw_usage_ledger_transactions_total")
+	if txs < 1 || ops < txs || f.metric("llmgw_usage_ledger_queued_operations") < 0 {
+		t.Fatalf("ledger operations %v in %v transactions: want at least one operation a transaction", ops, txs)
+	}
 }
 
 // Fail-open (llmgw gateway --ledger-fail-open): with the filesystem full,

@@ -23,6 +23,17 @@ const selectCols = `request_id, client_request_id, key_id, key_fingerprint, alia
 	input_tokens, output_tokens, cached_input_tokens, reasoning_tokens, cost_picos, currency,
 	latency_ms, created_at_us, finished_at_us`
 
+// The listing's first page and the pages after a cursor; both walk the
+// (key_id, request_id) index backwards (TestListUsesTheKeyIndexBackwards).
+const (
+	listSQL = `SELECT ` + selectCols + ` FROM usage_records
+		WHERE key_id = ? AND status != 'in_progress'
+		ORDER BY request_id DESC LIMIT ?`
+	listAfterSQL = `SELECT ` + selectCols + ` FROM usage_records
+		WHERE key_id = ? AND request_id < ? AND status != 'in_progress'
+		ORDER BY request_id DESC LIMIT ?`
+)
+
 // List returns keyID's final records, newest first (by RequestID, which is
 // time-ordered), at most limit of them (0 means DefaultListLimit; others are
 // clamped to 1..MaxListLimit). cursor is "" for the first page or a next
@@ -42,17 +53,13 @@ func (l *Ledger) List(ctx context.Context, keyID string, limit int, cursor strin
 	limit = ClampLimit(limit)
 	var rows *sql.Rows
 	if cursor == "" {
-		rows, err = l.r.QueryContext(ctx, `SELECT `+selectCols+` FROM usage_records
-			WHERE key_id = ? AND status != 'in_progress'
-			ORDER BY request_id DESC LIMIT ?`, keyID, limit+1)
+		rows, err = l.r.QueryContext(ctx, listSQL, keyID, limit+1)
 	} else {
 		after, cerr := DecodeCursor(cursor)
 		if cerr != nil {
 			return nil, "", false, cerr
 		}
-		rows, err = l.r.QueryContext(ctx, `SELECT `+selectCols+` FROM usage_records
-			WHERE key_id = ? AND request_id < ? AND status != 'in_progress'
-			ORDER BY request_id DESC LIMIT ?`, keyID, after, limit+1)
+		rows, err = l.r.QueryContext(ctx, listAfterSQL, keyID, after, limit+1)
 	}
 	if err != nil {
 		return nil, "", false, fmt.Errorf("usage: list: %w", err)
