@@ -9,6 +9,8 @@
 #   make bench-latency                              # in-process gateway vs mock, with -cpuprofile
 #   make bench-go                                   # Go benchmarks of the gateway path
 #   hack/bench/ab-cpu.sh revproxy bin/llmgw ...      # CPU per request, A against B (after make bench-tools)
+#   hack/bench/ab-cpu.sh -measure instructions ...  # user-space instructions per request, under callgrind
+#   go run ./hack/bench/resident -pid PID           # which parts of a running binary are resident
 #   hack/bench/rss-floor.sh                         # resident memory of the package inits alone
 
 BENCH_NAME ?= run
