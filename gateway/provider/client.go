@@ -151,7 +151,7 @@ func (b *base) post(ctx context.Context, body []byte, stream bool) (*http.Respon
 	} else {
 		req.Header = b.headers[0]
 	}
-	resp, err := b.client.Do(req)
+	resp, err := b.send(req)
 	if err != nil {
 		return nil, b.transportError(ctx, err)
 	}
@@ -160,6 +160,19 @@ func (b *base) post(ctx context.Context, body []byte, stream bool) (*http.Respon
 		return nil, b.statusError(resp)
 	}
 	return resp, nil
+}
+
+// send is one round trip. With the transport newBase built it calls that
+// transport straight: http.Client.Do would only copy the headers for a
+// redirect it is told not to follow (noRedirect) and wrap errors in a
+// *url.Error that describe unwraps again, about 1 KB and ten allocations a
+// request. A caller's own Client (Config.Client) keeps its Jar, Timeout and
+// Transport: it goes through Do.
+func (b *base) send(req *http.Request) (*http.Response, error) {
+	if b.transport != nil {
+		return b.transport.RoundTrip(req)
+	}
+	return b.client.Do(req)
 }
 
 // readAll reads a non-streamed answer; a failure midway is a connection failure,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/llmgw/llmgw/api/snapshot"
@@ -135,7 +136,7 @@ func (x *exchange) commit(sa *streamAttempt) *sseRelay {
 	arrived := x.elapsed() // the attempt's provider time ends here
 	x.rec.Provider, x.rec.ProviderModel = sa.route.Provider, sa.route.Model
 	rl := &sseRelay{x: x, sa: sa, enc: newChunkEncoder(x.rec.RequestID, x.start.Unix(), x.p.alias, x.p.includeUsage),
-		rc: http.NewResponseController(x.w), buf: make([]byte, 0, 1024)}
+		rc: http.NewResponseController(x.w), buf: getRelayBuf()}
 	x.waitBegun()
 	h := x.w.Header()
 	h["Content-Type"], h["Cache-Control"], h["X-Accel-Buffering"] = sseContentType, noCache, noBuffering
@@ -270,10 +271,31 @@ func (rl *sseRelay) send() bool {
 	return true
 }
 
-// close releases the upstream once the client has its last byte.
+// close releases the upstream once the client has its last byte, and the
+// output buffer: nothing holds it once the last write returned (net/http
+// copies what it is given).
 func (rl *sseRelay) close() {
 	_ = rl.sa.stream.Close()
 	rl.sa.cancel(nil)
+	putRelayBuf(rl.buf)
+	rl.buf = nil
+}
+
+// relayBufs recycles the relays' output buffers: a stream's events are
+// encoded into 1 KiB or so, and a fresh buffer per stream was one of the
+// larger allocations of a request (docs/BENCHMARK.md, "fourth round").
+var relayBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+func getRelayBuf() []byte { return (*relayBufs.Get().(*[]byte))[:0] }
+
+// putRelayBuf keeps b for another stream unless an unusually long event
+// grew it: the pool holds no more than a typical stream needs.
+func putRelayBuf(b []byte) {
+	if cap(b) > 16<<10 {
+		return
+	}
+	b = b[:0]
+	relayBufs.Put(&b)
 }
 
 func writeFlush(w http.ResponseWriter, rc *http.ResponseController, b []byte) error {

@@ -345,3 +345,19 @@ func BenchmarkJournalLine(b *testing.B) {
 		}
 	})
 }
+
+// TestLineSizeHoldsTheLine: the buffer a journal line is built in is sized
+// for it, so the line kept for its open request is not a copy grown out of
+// a smaller one. Only strings that need escapes beyond the attempts' quotes
+// (the invalid UTF-8 case) may outgrow it.
+func TestLineSizeHoldsTheLine(t *testing.T) {
+	cases := journalCases()
+	big := *cases[2]
+	big.rec.InputTokens, big.rec.OutputTokens, big.rec.Cost, big.rec.LatencyMs = 1<<40, 1<<40, 1<<62, 1<<40
+	big.rec.CachedInputTokens, big.rec.ReasoningTokens, big.rec.Fallbacks = 1<<40, 1<<40, 99
+	for i, o := range append(cases[:len(cases)-1], &big) {
+		if n, size := len(appendLine(nil, o)), lineSize(o); n > size {
+			t.Errorf("case %d: line of %d bytes, lineSize %d", i, n, size)
+		}
+	}
+}

@@ -107,6 +107,21 @@ func appendLine(b []byte, o *op) []byte {
 	return append(b, "}\n"...)
 }
 
+// lineSize is about what appendLine writes for o (more only when a string
+// needs escapes): the line is kept while its request is open, and a buffer
+// grown by append would copy it and leave twice its size behind.
+func lineSize(o *op) int {
+	r := &o.rec
+	// The member names and a time; the attempts are JSON in a string, a
+	// backslash before each of their quotes.
+	n := 128 + len(r.RequestID) + len(r.ClientRequestID) + len(r.KeyID) + len(r.KeyFingerprint) +
+		len(r.Alias) + len(r.Provider) + len(r.ProviderModel) + len(o.attempts) + len(o.attempts)/2
+	if o.kind == opFinish {
+		n += 192 + len(r.Status) + len(r.ErrorType) + len(r.Currency)
+	}
+	return n
+}
+
 // appendStr quotes s as JSON; invalid UTF-8 becomes U+FFFD, as with
 // json.Marshal.
 func appendStr(b []byte, s string) []byte {
@@ -186,7 +201,7 @@ func openJournal(path string, limit int64, log *slog.Logger) (*beginJournal, err
 // journal). A Finish whose final line is already written is refused with
 // ErrAlreadyFinished.
 func (j *beginJournal) add(o *op) (bool, error) {
-	line := appendLine(make([]byte, 0, 256), o)
+	line := appendLine(make([]byte, 0, lineSize(o)), o)
 	final := o.kind == opFinish
 	// Appends write outside mu, so that requests on many cores do not queue
 	// behind each other's write(2) (O_APPEND keeps each line whole); a
