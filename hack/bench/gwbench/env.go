@@ -237,10 +237,14 @@ func (e *roundEnv) stopTargets(ctx context.Context) ([]RecordRow, error) {
 	var errs []error
 	for _, t := range e.targets {
 		var lag *LagHistogram
+		var writer map[string]float64
 		if t.spec.Kind == kindGateway && t.mgmt != "" {
 			// Scraped before the stop: the counts of the whole round.
 			var err error
 			if lag, err = scrapeHistogram(ctx, t.mgmt, journalLagMetric); err != nil {
+				errs = append(errs, err)
+			}
+			if writer, err = scrapeCounters(ctx, t.mgmt, ledgerOpsMetric, ledgerTxMetric); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -255,6 +259,7 @@ func (e *roundEnv) stopTargets(ctx context.Context) ([]RecordRow, error) {
 		if t.spec.Kind == kindGateway {
 			row := countRecords(ctx, t)
 			row.JournalLag = lag
+			row.LedgerOps, row.LedgerTransactions = uint64(writer[ledgerOpsMetric]), uint64(writer[ledgerTxMetric])
 			rows = append(rows, row)
 		}
 	}

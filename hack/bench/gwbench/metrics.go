@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -188,4 +189,40 @@ func parseHistogram(r io.Reader, name string) (*LagHistogram, error) {
 		return nil, nil
 	}
 	return &h, nil
+}
+
+// The gateway's ledger writer counters: their ratio over a round is its
+// mean batch (operations a transaction).
+const (
+	ledgerOpsMetric = "llmgw_usage_ledger_operations_total"
+	ledgerTxMetric  = "llmgw_usage_ledger_transactions_total"
+)
+
+// scrapeCounters reads the unlabelled series names from base+"/metrics";
+// a name the target does not expose is missing from the map.
+func scrapeCounters(ctx context.Context, base string, names ...string) (map[string]float64, error) {
+	body, err := getMetrics(ctx, base)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	return parseCounters(body, names...)
+}
+
+func parseCounters(r io.Reader, names ...string) (map[string]float64, error) {
+	out := map[string]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		series, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !slices.Contains(names, series) {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %w", series, val, err)
+		}
+		out[series] = f
+	}
+	return out, sc.Err()
 }

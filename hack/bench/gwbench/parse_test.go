@@ -180,3 +180,27 @@ func TestParseConfigSmokeKeepsExplicitFlags(t *testing.T) {
 		t.Errorf("defaults are not issue 12's: %+v", d)
 	}
 }
+
+func TestParseCounters(t *testing.T) {
+	const expo = "# TYPE llmgw_usage_ledger_operations_total counter\n" +
+		"llmgw_usage_ledger_operations_total 1234\n" +
+		"llmgw_usage_ledger_operations_total_created 1.7e9\n" + // a longer name with the same prefix
+		"llmgw_usage_ledger_transactions_total 1.1e2\n" +
+		"go_goroutines 9\n"
+	got, err := parseCounters(strings.NewReader(expo), ledgerOpsMetric, ledgerTxMetric)
+	if err != nil || got[ledgerOpsMetric] != 1234 || got[ledgerTxMetric] != 110 || len(got) != 2 {
+		t.Fatalf("parseCounters = %v, %v", got, err)
+	}
+	if got, err := parseCounters(strings.NewReader("go_goroutines 7\n"), ledgerOpsMetric); err != nil || len(got) != 0 {
+		t.Fatalf("without the counters: %v, %v; want none", got, err)
+	}
+	if _, err := parseCounters(strings.NewReader(ledgerTxMetric+" many\n"), ledgerTxMetric); err == nil {
+		t.Fatal("a garbage value parsed")
+	}
+	if c := batchCell(RecordRow{LedgerOps: 1234, LedgerTransactions: 110}); c != "11.2 (1234 in 110)" {
+		t.Errorf("batchCell = %q", c)
+	}
+	if c := batchCell(RecordRow{}); c != "–" {
+		t.Errorf("batchCell without counters = %q", c)
+	}
+}

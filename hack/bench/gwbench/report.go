@@ -196,10 +196,11 @@ func markdown(rep *Report) string {
 	}
 	p("\n\n## Usage ledger\n\nAfter each round every gateway was stopped (SIGTERM) and its SQLite ledger opened with gateway/usage: one final record per request sent, every one a success.\n\n")
 	p("The last columns are the window the finish journal opens: how long a final record was a journal line only, from the request's answer to the commit of its row (`%s`, every phase of the round; p50 and p99 are the upper bounds of their histogram buckets).\n\n", journalLagMetric)
-	p("| round | target | requests sent | records | by status | journal-only: records | mean | p50 ≤ | p99 ≤ |\n|---:|---|---:|---:|---|---:|---:|---:|---:|\n")
+	p("*Operations a transaction* is the ledger writer's mean batch over the round (`%s` / `%s`): a request's begin and finish are one operation when the begin was held and merged.\n\n", ledgerOpsMetric, ledgerTxMetric)
+	p("| round | target | requests sent | records | by status | journal-only: records | mean | p50 ≤ | p99 ≤ | operations a transaction |\n|---:|---|---:|---:|---|---:|---:|---:|---:|---:|\n")
 	for _, r := range rep.Rounds {
 		for _, rec := range r.Records {
-			p("| %d | %s | %d | %d | %v | %s |\n", r.Index, rec.Target, rec.Requests, rec.Records, rec.ByStatus, lagCells(rec.JournalLag))
+			p("| %d | %s | %d | %d | %v | %s | %s |\n", r.Index, rec.Target, rec.Requests, rec.Records, rec.ByStatus, lagCells(rec.JournalLag), batchCell(rec))
 		}
 	}
 	p("\n## Plots\n\nPercentile curves pool the samples of all rounds (x: percentile on a log scale of 1/(1−p); y: latency, log scale). The streams plots show, per target, the round with the median peak RSS.\n\n")
@@ -275,6 +276,13 @@ func orDash(s string) string {
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 // lagCells are the journal-lag columns of one ledger row.
+func batchCell(rec RecordRow) string {
+	if rec.LedgerTransactions == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f (%d in %d)", float64(rec.LedgerOps)/float64(rec.LedgerTransactions), rec.LedgerOps, rec.LedgerTransactions)
+}
+
 func lagCells(h *LagHistogram) string {
 	if h == nil || h.Count == 0 {
 		return "– | – | – | –"

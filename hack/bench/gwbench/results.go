@@ -175,6 +175,10 @@ type RecordRow struct {
 	// over the round, scraped before it was stopped (nil: not exposed, the
 	// finish journal off).
 	JournalLag *LagHistogram `json:"journal_lag,omitempty"`
+	// LedgerOps and LedgerTransactions are the ledger writer's counters
+	// over the round (0: not exposed): their ratio is its mean batch.
+	LedgerOps          uint64 `json:"ledger_operations,omitempty"`
+	LedgerTransactions uint64 `json:"ledger_transactions,omitempty"`
 }
 
 // Round is one repetition of every measure, on fresh processes.
