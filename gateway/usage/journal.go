@@ -430,7 +430,7 @@ func (res *replayed) apply(ctx context.Context, st writerStmts, o *op) error {
 		}
 		return nil
 	}
-	n, err := changes(st.insert.ExecContext(ctx, insertArgs(o, nil)...))
+	n, err := changes(st.insert.ExecContext(ctx, st.insertArgs(o, nil)...))
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.rec.RequestID, err)
 	}

@@ -83,7 +83,7 @@ func walFramesPerCommit(t *testing.T, path string, migrated, commits, perCommit 
 				o := &op{rec: finalRecord(NewRequestID(), "key-a")}
 				o.rec.CreatedAt = time.Now()
 				o.attempts = encodeAttempts(o.rec.Attempts)
-				if _, err := tx.ExecContext(ctx, insertSQL, insertArgs(o, toMicros(o.rec.CreatedAt))...); err != nil {
+				if _, err := tx.ExecContext(ctx, insertSQL, insertArgs(nil, o, toMicros(o.rec.CreatedAt))...); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -132,7 +132,7 @@ func TestMigrationToTheAscendingKeyIndexKeepsTheListing(t *testing.T) {
 		o := &op{rec: finalRecord(NewRequestID(), "key-a")}
 		o.rec.CreatedAt = time.Now()
 		o.attempts = encodeAttempts(o.rec.Attempts)
-		if _, err := db.ExecContext(ctxT(t), insertSQL, insertArgs(o, toMicros(o.rec.CreatedAt))...); err != nil {
+		if _, err := db.ExecContext(ctxT(t), insertSQL, insertArgs(nil, o, toMicros(o.rec.CreatedAt))...); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, o.rec.RequestID)

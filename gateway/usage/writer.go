@@ -484,6 +484,9 @@ func (l *Ledger) apply(batch []*op) (err error) {
 
 type writerStmts struct {
 	insert, finish, ping *sql.Stmt
+	// args is the insert's argument list, reused: the writer runs one
+	// statement at a time, and database/sql copies the arguments.
+	args *[]any
 }
 
 const insertSQL = `INSERT INTO usage_records (
@@ -529,10 +532,14 @@ func (s *writerStmts) prepare(ctx context.Context, db preparer) error {
 }
 
 func (s *writerStmts) in(ctx context.Context, tx *sql.Tx) writerStmts {
+	if s.args == nil {
+		s.args = new([]any)
+	}
 	return writerStmts{
 		insert: tx.StmtContext(ctx, s.insert),
 		finish: tx.StmtContext(ctx, s.finish),
 		ping:   tx.StmtContext(ctx, s.ping),
+		args:   s.args,
 	}
 }
 
@@ -550,7 +557,7 @@ func (s writerStmts) apply(ctx context.Context, o *op) error {
 	r := &o.rec
 	switch o.kind {
 	case opBegin:
-		n, err := changes(s.insert.ExecContext(ctx, insertArgs(o, nil)...))
+		n, err := changes(s.insert.ExecContext(ctx, s.insertArgs(o, nil)...))
 		if err != nil {
 			return fmt.Errorf("usage: begin %s: %w", r.RequestID, err)
 		}
@@ -585,7 +592,7 @@ func (s writerStmts) apply(ctx context.Context, o *op) error {
 }
 
 func (s writerStmts) insertFinal(ctx context.Context, o *op, fin any) error {
-	n, err := changes(s.insert.ExecContext(ctx, insertArgs(o, fin)...))
+	n, err := changes(s.insert.ExecContext(ctx, s.insertArgs(o, fin)...))
 	if err != nil {
 		return fmt.Errorf("usage: finish %s: %w", o.rec.RequestID, err)
 	}
@@ -595,14 +602,22 @@ func (s writerStmts) insertFinal(ctx context.Context, o *op, fin any) error {
 	return nil
 }
 
-func insertArgs(o *op, finished any) []any {
+// insertArgs are the insert's arguments for o, in s.args when it has one.
+func (s writerStmts) insertArgs(o *op, finished any) []any {
+	if s.args == nil {
+		return insertArgs(nil, o, finished)
+	}
+	*s.args = insertArgs((*s.args)[:0], o, finished)
+	return *s.args
+}
+
+func insertArgs(dst []any, o *op, finished any) []any {
 	r := &o.rec
-	return []any{
+	return append(dst,
 		r.RequestID, r.ClientRequestID, r.KeyID, r.KeyFingerprint, r.Alias, r.Provider, r.ProviderModel,
 		r.Status, r.HTTPStatus, r.ErrorType, r.Fallbacks, o.attempts, r.Stream,
 		r.InputTokens, r.OutputTokens, r.CachedInputTokens, r.ReasoningTokens, int64(r.Cost), r.Currency,
-		r.LatencyMs, toMicros(r.CreatedAt), finished,
-	}
+		r.LatencyMs, toMicros(r.CreatedAt), finished)
 }
 
 func changes(res sql.Result, err error) (int64, error) {
