@@ -155,17 +155,7 @@ func scrapeHistogram(ctx context.Context, base, name string) (*LagHistogram, err
 func parseHistogram(r io.Reader, name string) (*LagHistogram, error) {
 	var h LagHistogram
 	seen := false
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		series, val, ok := strings.Cut(sc.Text(), " ")
-		if !ok || !strings.HasPrefix(series, name) {
-			continue
-		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s %q: %w", series, val, err)
-		}
+	err := eachSample(r, func(series string) bool { return strings.HasPrefix(series, name) }, func(series string, f float64) error {
 		switch rest := series[len(name):]; {
 		case rest == "_count":
 			h.Count, seen = uint64(f), true
@@ -175,20 +165,40 @@ func parseHistogram(r io.Reader, name string) (*LagHistogram, error) {
 			le := strings.TrimSuffix(strings.TrimPrefix(rest, `_bucket{le="`), `"}`)
 			bound := math.MaxFloat64
 			if le != "+Inf" {
+				var err error
 				if bound, err = strconv.ParseFloat(le, 64); err != nil {
-					return nil, fmt.Errorf("%s: %w", series, err)
+					return fmt.Errorf("%s: %w", series, err)
 				}
 			}
 			h.Buckets = append(h.Buckets, LagBucket{LE: bound, Count: uint64(f)})
 		}
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil || !seen {
 		return nil, err
 	}
-	if !seen {
-		return nil, nil
-	}
 	return &h, nil
+}
+
+// eachSample calls fn with every sample of a text exposition whose series
+// (name and labels) want accepts, its value parsed.
+func eachSample(r io.Reader, want func(series string) bool, fn func(series string, v float64) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		series, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !want(series) {
+			continue
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
+			return fmt.Errorf("%s %q: %w", series, val, err)
+		}
+		if err := fn(series, f); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
 }
 
 // The gateway's ledger writer counters: their ratio over a round is its
@@ -211,18 +221,9 @@ func scrapeCounters(ctx context.Context, base string, names ...string) (map[stri
 
 func parseCounters(r io.Reader, names ...string) (map[string]float64, error) {
 	out := map[string]float64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		series, val, ok := strings.Cut(sc.Text(), " ")
-		if !ok || !slices.Contains(names, series) {
-			continue
-		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s %q: %w", series, val, err)
-		}
+	err := eachSample(r, func(series string) bool { return slices.Contains(names, series) }, func(series string, f float64) error {
 		out[series] = f
-	}
-	return out, sc.Err()
+		return nil
+	})
+	return out, err
 }
