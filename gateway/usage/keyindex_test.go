@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"context"
 	"database/sql"
 	"net/url"
 	"path/filepath"
@@ -34,9 +35,12 @@ func rawLedgerDB(t *testing.T, path string, n int) *sql.DB {
 // sorting a key's whole history.
 func TestListUsesTheKeyIndexBackwards(t *testing.T) {
 	db := rawLedgerDB(t, filepath.Join(t.TempDir(), "usage.db"), len(migrations))
-	for name, q := range map[string]string{"first page": listSQL, "after a cursor": listAfterSQL} {
+	for _, c := range []struct {
+		name, q string
+		args    []any
+	}{{"first page", listSQL, []any{"k", 10}}, {"after a cursor", listAfterSQL, []any{"k", "req_x", 10}}} {
 		var plan []string
-		r, err := db.QueryContext(ctxT(t), "EXPLAIN QUERY PLAN "+q, planArgs(q)...)
+		r, err := db.QueryContext(ctxT(t), "EXPLAIN QUERY PLAN "+c.q, c.args...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,16 +58,24 @@ func TestListUsesTheKeyIndexBackwards(t *testing.T) {
 		r.Close()
 		got := strings.Join(plan, "; ")
 		if !strings.Contains(got, "USING INDEX usage_records_key ") || strings.Contains(got, "TEMP B-TREE") {
-			t.Errorf("%s: plan %q, want a search of usage_records_key and no sort", name, got)
+			t.Errorf("%s: plan %q, want a search of usage_records_key and no sort", c.name, got)
 		}
 	}
 }
 
-func planArgs(q string) []any {
-	if q == listAfterSQL {
-		return []any{"k", "req_x", 10}
+// insertFinalRow inserts a final record of key, created now, with the
+// writer's statement, and returns its request id.
+func insertFinalRow(ctx context.Context, t *testing.T, db interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, key string) string {
+	t.Helper()
+	o := &op{rec: finalRecord(NewRequestID(), key)}
+	o.rec.CreatedAt = time.Now()
+	o.attempts = encodeAttempts(o.rec.Attempts)
+	if _, err := db.ExecContext(ctx, insertSQL, insertArgs(nil, o, toMicros(o.rec.CreatedAt))...); err != nil {
+		t.Fatal(err)
 	}
-	return []any{"k", 10}
+	return o.rec.RequestID
 }
 
 // walFramesPerCommit inserts rows of one key, perCommit to a transaction,
@@ -80,12 +92,7 @@ func walFramesPerCommit(t *testing.T, path string, migrated, commits, perCommit 
 				t.Fatal(err)
 			}
 			for range perCommit {
-				o := &op{rec: finalRecord(NewRequestID(), "key-a")}
-				o.rec.CreatedAt = time.Now()
-				o.attempts = encodeAttempts(o.rec.Attempts)
-				if _, err := tx.ExecContext(ctx, insertSQL, insertArgs(nil, o, toMicros(o.rec.CreatedAt))...); err != nil {
-					t.Fatal(err)
-				}
+				insertFinalRow(ctx, t, tx, "key-a")
 			}
 			if err := tx.Commit(); err != nil {
 				t.Fatal(err)
@@ -129,13 +136,7 @@ func TestMigrationToTheAscendingKeyIndexKeepsTheListing(t *testing.T) {
 	db := rawLedgerDB(t, path, 2)
 	var ids []string
 	for range 25 {
-		o := &op{rec: finalRecord(NewRequestID(), "key-a")}
-		o.rec.CreatedAt = time.Now()
-		o.attempts = encodeAttempts(o.rec.Attempts)
-		if _, err := db.ExecContext(ctxT(t), insertSQL, insertArgs(nil, o, toMicros(o.rec.CreatedAt))...); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, o.rec.RequestID)
+		ids = append(ids, insertFinalRow(ctxT(t), t, db, "key-a"))
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

@@ -528,13 +528,11 @@ func (s *writerStmts) prepare(ctx context.Context, db preparer) error {
 		}
 		*p.dst = st
 	}
+	s.args = new([]any)
 	return nil
 }
 
 func (s *writerStmts) in(ctx context.Context, tx *sql.Tx) writerStmts {
-	if s.args == nil {
-		s.args = new([]any)
-	}
 	return writerStmts{
 		insert: tx.StmtContext(ctx, s.insert),
 		finish: tx.StmtContext(ctx, s.finish),
@@ -602,11 +600,8 @@ func (s writerStmts) insertFinal(ctx context.Context, o *op, fin any) error {
 	return nil
 }
 
-// insertArgs are the insert's arguments for o, in s.args when it has one.
+// insertArgs are the insert's arguments for o, in s.args.
 func (s writerStmts) insertArgs(o *op, finished any) []any {
-	if s.args == nil {
-		return insertArgs(nil, o, finished)
-	}
 	*s.args = insertArgs((*s.args)[:0], o, finished)
 	return *s.args
 }

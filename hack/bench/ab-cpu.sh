@@ -102,7 +102,6 @@ for r in $(seq "$rounds"); do
 		else
 			callgrind_control -z "$pid" >/dev/null 2>&1
 			"$work/client" "http://127.0.0.1:$port" "$k" "$n" "$c" "$stream"
-			rm -f "$work/callgrind.$pid".*
 			callgrind_control -d "$pid" >/dev/null 2>&1
 			for _ in $(seq 100); do
 				dump=$(ls "$work/callgrind.$pid".* 2>/dev/null | head -1)

@@ -239,12 +239,9 @@ func (e *roundEnv) stopTargets(ctx context.Context) ([]RecordRow, error) {
 		var lag *LagHistogram
 		var writer map[string]float64
 		if t.spec.Kind == kindGateway && t.mgmt != "" {
-			// Scraped before the stop: the counts of the whole round.
+			// Scraped once, before the stop: the counts of the whole round.
 			var err error
-			if lag, err = scrapeHistogram(ctx, t.mgmt, journalLagMetric); err != nil {
-				errs = append(errs, err)
-			}
-			if writer, err = scrapeCounters(ctx, t.mgmt, ledgerOpsMetric, ledgerTxMetric); err != nil {
+			if lag, writer, err = scrapeLedger(ctx, t.mgmt); err != nil {
 				errs = append(errs, err)
 			}
 		}

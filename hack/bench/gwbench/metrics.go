@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -141,17 +142,6 @@ func (h *LagHistogram) Quantile(q float64) (float64, bool) {
 	return math.MaxFloat64, true
 }
 
-// scrapeHistogram reads the unlabelled histogram name from base+"/metrics";
-// nil when the target does not expose it.
-func scrapeHistogram(ctx context.Context, base, name string) (*LagHistogram, error) {
-	body, err := getMetrics(ctx, base)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	return parseHistogram(body, name)
-}
-
 func parseHistogram(r io.Reader, name string) (*LagHistogram, error) {
 	var h LagHistogram
 	seen := false
@@ -208,15 +198,25 @@ const (
 	ledgerTxMetric  = "llmgw_usage_ledger_transactions_total"
 )
 
-// scrapeCounters reads the unlabelled series names from base+"/metrics";
-// a name the target does not expose is missing from the map.
-func scrapeCounters(ctx context.Context, base string, names ...string) (map[string]float64, error) {
+// scrapeLedger reads a gateway's /metrics once for the finish journal's
+// lag histogram (nil: not exposed) and the ledger writer's counters (a
+// name not exposed is missing from the map).
+func scrapeLedger(ctx context.Context, base string) (*LagHistogram, map[string]float64, error) {
 	body, err := getMetrics(ctx, base)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer body.Close()
-	return parseCounters(body, names...)
+	text, err := io.ReadAll(body)
+	if err != nil {
+		return nil, nil, fmt.Errorf("scraping %s: %w", base, err)
+	}
+	lag, err := parseHistogram(bytes.NewReader(text), journalLagMetric)
+	if err != nil {
+		return nil, nil, err
+	}
+	counters, err := parseCounters(bytes.NewReader(text), ledgerOpsMetric, ledgerTxMetric)
+	return lag, counters, err
 }
 
 func parseCounters(r io.Reader, names ...string) (map[string]float64, error) {
