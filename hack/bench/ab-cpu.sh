@@ -9,7 +9,7 @@
 # every run and, per variant, the median and its ratio to the first
 # variant's median.
 #
-#   hack/bench/ab-cpu.sh [-n 20000] [-c 8] [-r 5] [-stream on|off] [-chunks 4] [-measure cpu|instructions] VARIANT...
+#   hack/bench/ab-cpu.sh [-n 20000] [-c 8] [-r 5] [-stream on|off] [-chunks 4] [-measure cpu|instructions|syscalls] VARIANT...
 #
 # -chunks sets the content pieces of every mock answer (a stream's events:
 # that many content chunks plus the role, finish and usage ones).
@@ -24,6 +24,13 @@
 # more than at full speed. Defaults then: -n 1000 -r 2, 300 warm-up
 # requests; GODEBUG=asyncpreemptoff=1 (callgrind cannot follow Go's
 # preemption signals).
+#
+# -measure syscalls counts the system calls the process makes per request,
+# under `strace -c -f` attached for the N requests (defaults -n 2000 -r 1):
+# the kernel's side that the instruction count leaves out. The table of each
+# run (calls per request by name) is printed; the figure is all calls but
+# futex and the scheduler's waits (epoll_pwait, nanosleep, sched_yield),
+# whose number depends on timing rather than on the work.
 #
 # VARIANT is `revproxy` (hack/bench/revproxy: the baseline) or
 # `BINARY[:FLAGS]`, an llmgw binary with extra `llmgw gateway` flags, e.g.
@@ -46,7 +53,10 @@ instructions)
 	command -v valgrind >/dev/null && command -v callgrind_control >/dev/null ||
 		{ echo "-measure instructions needs valgrind (apt-get install valgrind)" >&2; exit 2; }
 	n=${n:-1000} rounds=${rounds:-2} warm=300 unit="instructions/request" ;;
-*) echo "-measure is cpu or instructions, not $measure" >&2; exit 2 ;;
+syscalls)
+	command -v strace >/dev/null || { echo "-measure syscalls needs strace (apt-get install strace)" >&2; exit 2; }
+	n=${n:-2000} rounds=${rounds:-1} warm=1000 unit="syscalls/request" ;;
+*) echo "-measure is cpu, instructions or syscalls, not $measure" >&2; exit 2 ;;
 esac
 work=$(mktemp -d bin/ab-cpu.XXXX)
 pids=()
@@ -99,6 +109,22 @@ for r in $(seq "$rounds"); do
 			"$work/client" "http://127.0.0.1:$port" "$k" "$n" "$c" "$stream"
 			t1=$(awk '{print $14+$15}' "/proc/$pid/stat")
 			per=$(echo "($t1 - $t0) * 1000000 / $tck / $n" | bc -l)
+		elif [[ $measure == syscalls ]]; then
+			strace -c -f -q -p "$pid" -o "$work/strace" &
+			spid=$!
+			sleep 1 # strace attaches to every thread before the requests start
+			"$work/client" "http://127.0.0.1:$port" "$k" "$n" "$c" "$stream"
+			kill -INT "$spid"
+			wait "$spid" 2>/dev/null || true
+			per=$(awk -v n="$n" -v v="$v" '
+				# strace -c: % time, seconds, usecs/call, calls, [errors,] syscall
+				NF >= 5 && $1 ~ /^[0-9.]+$/ && $4 ~ /^[0-9]+$/ {
+					name = $NF; calls = $4
+					if (name == "total") next
+					if (name !~ /^(futex|epoll_pwait|epoll_wait|nanosleep|sched_yield)$/) sum += calls
+					printf "    %-45s %-16s %8.2f\n", v, name, calls / n > "/dev/stderr"
+				}
+				END { printf "%.2f", sum / n }' "$work/strace")
 		else
 			callgrind_control -z "$pid" >/dev/null 2>&1
 			"$work/client" "http://127.0.0.1:$port" "$k" "$n" "$c" "$stream"

@@ -188,10 +188,11 @@ func markdown(rep *Report) string {
 	if hasMemSplit(s.Streams) {
 		p("\n\nWhat the RSS is made of (medians): *anonymous* is the process's own memory (heap, goroutine stacks, runtime), *file-backed* the pages of its binary the kernel has mapped in (RssFile in /proc/PID/status). " +
 			"The file-backed part grows with the binary (every package's init touches its code and data, and the kernel maps each fault's neighbouring pages too), not with the load, and any process of the same binary pays it alike. " +
-			"Peak: the sample of the highest sampled RSS. *Stacks*: the most the goroutine stacks held during the first wave (go_memstats_stack_inuse_bytes, part of the anonymous memory; where the target has /metrics).\n\n")
-		p("| target | idle: anonymous / file-backed | peak: anonymous / file-backed | peak stacks |\n|---|---:|---:|---:|\n")
+			"Peak: the sample of the highest sampled RSS. *Stacks*: the most the goroutine stacks held during the first wave (go_memstats_stack_inuse_bytes, part of the anonymous memory; where the target has /metrics). " +
+			"*Touched in the wave*: of the file-backed pages, those the process accessed during the first wave (their accessed bits cleared through /proc/PID/clear_refs before it, the Referenced pages of its file mappings in /proc/PID/smaps after it); the rest stay mapped, clean page cache the kernel can take back under pressure.\n\n")
+		p("| target | idle: anonymous / file-backed | peak: anonymous / file-backed | file-backed touched in the wave | peak stacks |\n|---|---:|---:|---:|---:|\n")
 		for _, ss := range s.Streams {
-			p("| %s | %s / %s | %s / %s | %s |\n", ss.Target, fmtNum(ss.IdleAnon, "%.1f MB"), fmtNum(ss.IdleFile, "%.1f MB"), fmtNum(ss.PeakAnon, "%.1f MB"), fmtNum(ss.PeakFile, "%.1f MB"), fmtNum(ss.PeakStack, "%.1f MB"))
+			p("| %s | %s / %s | %s / %s | %s | %s |\n", ss.Target, fmtNum(ss.IdleAnon, "%.1f MB"), fmtNum(ss.IdleFile, "%.1f MB"), fmtNum(ss.PeakAnon, "%.1f MB"), fmtNum(ss.PeakFile, "%.1f MB"), fmtNum(ss.FileTouched, "%.1f MB"), fmtNum(ss.PeakStack, "%.1f MB"))
 		}
 	}
 	p("\n\n## Usage ledger\n\nAfter each round every gateway was stopped (SIGTERM) and its SQLite ledger opened with gateway/usage: one final record per request sent, every one a success.\n\n")

@@ -138,6 +138,11 @@ type StreamRow struct {
 	// pages; at the peak, the samples say it). 0: not measured (reports
 	// before 2026-12-01).
 	IdleFileRSS float64 `json:"idle_file_rss_mb,omitempty"`
+	// WaveFileTouched is how much of the file-backed RSS wave 1 touched:
+	// the Referenced pages of the file mappings, their accessed bits
+	// cleared before the wave (touched.go). 0: not measured (reports
+	// before 2026-12-02, or clear_refs refused).
+	WaveFileTouched float64 `json:"wave_file_touched_mb,omitempty"`
 	// Wave2PeakRSS is the same through wave 2 (0 without one).
 	Wave2PeakRSS float64 `json:"wave2_peak_rss_mb"`
 	AfterRSS     float64 `json:"after_rss_mb"` // after the last wave closed and goroutines settled

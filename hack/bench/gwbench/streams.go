@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,7 +52,18 @@ func (b *bench) streamsPhase(ctx context.Context, t *target) {
 	row.IdleRSS, row.IdleGor, row.IdleHeap, row.IdlePooled = idle.rss, idle.gor, idle.heap, idle.pooled
 	row.IdleFileRSS = idle.file
 
+	refsCleared := p.clearRefs()
+	if refsCleared != nil {
+		fmt.Fprintf(os.Stderr, "gwbench: streams %s: file pages touched not measured: %v\n", t.spec.Name, refsCleared)
+	}
 	wave := b.wave(ctx, t, p, ep, w)
+	if refsCleared == nil {
+		if n, err := p.fileTouched(); err != nil {
+			fmt.Fprintf(os.Stderr, "gwbench: streams %s: file pages touched not measured: %v\n", t.spec.Name, err)
+		} else {
+			row.WaveFileTouched = float64(n) / mb
+		}
+	}
 	row.Samples, row.MaxOpen = wave.samples, wave.maxOpen
 	m, _ := p.mem()
 	row.PeakRSS = max(float64(m.hwm)/mb, wave.peakRSS)

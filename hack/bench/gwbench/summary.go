@@ -108,21 +108,23 @@ type StreamSummary struct {
 	Wave2Peak Num    `json:"wave2_peak_rss_mb"`
 	// Idle and peak RSS split into anonymous memory (the process's own:
 	// heap, stacks) and file-backed pages (its binary's); NaN: not measured.
-	IdleAnon   Num      `json:"idle_anon_rss_mb"`
-	IdleFile   Num      `json:"idle_file_rss_mb"`
-	PeakAnon   Num      `json:"peak_anon_rss_mb"`
-	PeakFile   Num      `json:"peak_file_rss_mb"`
-	PeakStack  Num      `json:"peak_stack_mb"` // of the anonymous: goroutine stacks, most through wave 1
-	AfterRSS   Num      `json:"after_rss_mb"`
-	IdleGor    Num      `json:"idle_goroutines"`
-	PeakGor    Num      `json:"peak_goroutines"`
-	AfterGor   Num      `json:"after_goroutines"`
-	IdleHeap   Num      `json:"idle_heap_inuse_mb"`
-	AfterHeap  Num      `json:"after_heap_inuse_mb"`
-	Wave2Heap  Num      `json:"after_wave2_heap_inuse_mb"`
-	BackRounds int      `json:"back_to_idle_rounds"`
-	Rounds     int      `json:"rounds"`
-	Reasons    []string `json:"not_back_reasons,omitempty"`
+	IdleAnon Num `json:"idle_anon_rss_mb"`
+	IdleFile Num `json:"idle_file_rss_mb"`
+	PeakAnon Num `json:"peak_anon_rss_mb"`
+	PeakFile Num `json:"peak_file_rss_mb"`
+	// FileTouched: of the file-backed pages, those wave 1 accessed.
+	FileTouched Num      `json:"wave_file_touched_mb"`
+	PeakStack   Num      `json:"peak_stack_mb"` // of the anonymous: goroutine stacks, most through wave 1
+	AfterRSS    Num      `json:"after_rss_mb"`
+	IdleGor     Num      `json:"idle_goroutines"`
+	PeakGor     Num      `json:"peak_goroutines"`
+	AfterGor    Num      `json:"after_goroutines"`
+	IdleHeap    Num      `json:"idle_heap_inuse_mb"`
+	AfterHeap   Num      `json:"after_heap_inuse_mb"`
+	Wave2Heap   Num      `json:"after_wave2_heap_inuse_mb"`
+	BackRounds  int      `json:"back_to_idle_rounds"`
+	Rounds      int      `json:"rounds"`
+	Reasons     []string `json:"not_back_reasons,omitempty"`
 }
 
 // group collects per-round values under a key, keeping first-seen order.
@@ -286,18 +288,19 @@ func summarizeRounds(rounds []Round) Summary {
 				}
 				return math.NaN()
 			}),
-			AfterRSS:  medianOf(xs, func(r StreamRow) float64 { return r.AfterRSS }),
-			IdleGor:   medianOf(xs, orNaN(func(r StreamRow) float64 { return float64(r.IdleGor) })),
-			PeakGor:   medianOf(xs, orNaN(func(r StreamRow) float64 { return float64(r.PeakGor) })),
-			AfterGor:  medianOf(xs, orNaN(func(r StreamRow) float64 { return float64(r.AfterGor) })),
-			IdleHeap:  medianOf(xs, orNaN(func(r StreamRow) float64 { return r.IdleHeap })),
-			AfterHeap: medianOf(xs, orNaN(func(r StreamRow) float64 { return r.AfterHeap })),
-			Wave2Heap: medianOf(xs, orNaN(func(r StreamRow) float64 { return r.Wave2Heap })),
-			IdleAnon:  medianOf(xs, measured(func(r StreamRow) (float64, float64) { return r.IdleFileRSS, r.IdleRSS - r.IdleFileRSS })),
-			IdleFile:  medianOf(xs, measured(func(r StreamRow) (float64, float64) { return r.IdleFileRSS, r.IdleFileRSS })),
-			PeakAnon:  medianOf(xs, measured(func(r StreamRow) (float64, float64) { s := peakSample(r); return s.FileMB, s.RSSMB - s.FileMB })),
-			PeakFile:  medianOf(xs, measured(func(r StreamRow) (float64, float64) { s := peakSample(r); return s.FileMB, s.FileMB })),
-			PeakStack: medianOf(xs, peakStack),
+			AfterRSS:    medianOf(xs, func(r StreamRow) float64 { return r.AfterRSS }),
+			IdleGor:     medianOf(xs, orNaN(func(r StreamRow) float64 { return float64(r.IdleGor) })),
+			PeakGor:     medianOf(xs, orNaN(func(r StreamRow) float64 { return float64(r.PeakGor) })),
+			AfterGor:    medianOf(xs, orNaN(func(r StreamRow) float64 { return float64(r.AfterGor) })),
+			IdleHeap:    medianOf(xs, orNaN(func(r StreamRow) float64 { return r.IdleHeap })),
+			AfterHeap:   medianOf(xs, orNaN(func(r StreamRow) float64 { return r.AfterHeap })),
+			Wave2Heap:   medianOf(xs, orNaN(func(r StreamRow) float64 { return r.Wave2Heap })),
+			IdleAnon:    medianOf(xs, measured(func(r StreamRow) (float64, float64) { return r.IdleFileRSS, r.IdleRSS - r.IdleFileRSS })),
+			IdleFile:    medianOf(xs, measured(func(r StreamRow) (float64, float64) { return r.IdleFileRSS, r.IdleFileRSS })),
+			PeakAnon:    medianOf(xs, measured(func(r StreamRow) (float64, float64) { s := peakSample(r); return s.FileMB, s.RSSMB - s.FileMB })),
+			PeakFile:    medianOf(xs, measured(func(r StreamRow) (float64, float64) { s := peakSample(r); return s.FileMB, s.FileMB })),
+			PeakStack:   medianOf(xs, peakStack),
+			FileTouched: medianOf(xs, measured(func(r StreamRow) (float64, float64) { return r.WaveFileTouched, r.WaveFileTouched })),
 		}
 		for _, r := range xs {
 			ss.Errors += r.Errors
