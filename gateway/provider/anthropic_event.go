@@ -34,10 +34,10 @@ func (r *fastReader) antEvent(data []byte, e *antEvent, scratch *antEventDelta) 
 }
 
 func (r *fastReader) antDelta(e *antEvent, scratch *antEventDelta) bool {
-	switch r.dec.PeekKind() {
+	switch r.peek() {
 	case 'n':
 		e.Delta = nil
-		return r.dec.SkipValue() == nil
+		return r.literal("null")
 	case '{':
 	default:
 		return false

@@ -17,6 +17,9 @@ var (
 		`{"error":{"message":"overloaded","type":"server_error","code":null}}`,
 		` { "choices" : null , "x" : [1, {"y": "z"}] } `,
 		`{}`,
+		// skipped values of every kind, escapes and a surrogate pair
+		`{"x":{"a":[true,false,null,-1.5e+3,0,0.25,1E2,"s\"\\\/\b\f\n\r\t\u0041",[],{}]},"choices":[{"index":0,"delta":{"content":"\ud83d\ude00 ok"}}]}`,
+		"{\"choices\":[{\"index\":0,\"delta\":{\"content\":\"caf\u00e9 \xf0\x9f\x98\x80\"}}]}", // raw UTF-8
 	}
 	chunksLeft = []string{
 		`{"choices":[{"index":0,"delta":{"content":"a"}}],"choices":[]}`, // repeated member
@@ -29,6 +32,21 @@ var (
 		`{"choices":[]} {}`,
 		`null`,
 		`{"choices":[`,
+		// invalid JSON in what the reader skips, and what it leaves to the struct decoder
+		`{"x":01,"choices":[]}`,
+		`{"x":1.,"choices":[]}`,
+		`{"x":-,"choices":[]}`,
+		`{"x":[1,],"choices":[]}`,
+		`{"x":{"a":1,},"choices":[]}`,
+		`{"x":nul,"choices":[]}`,
+		`{"x":nullx,"choices":[]}`,
+		`{"x":"\q","choices":[]}`,
+		"{\"x\":\"a\tb\",\"choices\":[]}", // a raw control character
+		`{"x":"\ud800","choices":[]}`,     // a lone surrogate
+		`{"x":"\udc00\ud800","choices":[]}`,
+		`{"choices":[{"index":0},]}`,
+		`{"choices":[{"index":0} {"index":1}]}`,
+		`{"choices":[],}`,
 	}
 )
 

@@ -27,13 +27,19 @@ func (r *fastReader) oaiChunk(data []byte, c *oaiChunk) bool {
 
 func (r *fastReader) oaiChoices(c *oaiChunk) bool {
 	c.Choices = c.Choices[:0]
-	if r.dec.PeekKind() == 'n' {
-		return r.dec.SkipValue() == nil
+	if r.peek() == 'n' {
+		return r.literal("null")
 	}
 	if !r.open('[') {
 		return false
 	}
-	for r.dec.PeekKind() == '{' {
+	if r.peek() == ']' {
+		return r.close(']')
+	}
+	for {
+		if r.peek() != '{' {
+			return false // a null or non-object element: the struct decoder's call
+		}
 		c.Choices = append(c.Choices, oaiChunkChoice{})
 		ch := &c.Choices[len(c.Choices)-1]
 		ok := r.object(func(name jsontext.Value) bool {
@@ -41,7 +47,7 @@ func (r *fastReader) oaiChoices(c *oaiChunk) bool {
 			case `"index"`:
 				return r.integer(&ch.Index)
 			case `"delta"`:
-				if r.dec.PeekKind() == 'n' {
+				if r.peek() == 'n' {
 					ch.Delta.Content = "" // null zeroes it; an object merges
 				}
 				return r.object(func(name jsontext.Value) bool {
@@ -58,6 +64,8 @@ func (r *fastReader) oaiChoices(c *oaiChunk) bool {
 		if !ok {
 			return false
 		}
+		if !r.eat(',') {
+			return r.close(']')
+		}
 	}
-	return r.close(']') // a null or non-object element: the struct decoder's call
 }

@@ -23,7 +23,9 @@
 # (the ledger's 5 ms batches, timers, the checkpoint every second) weighs
 # more than at full speed. Defaults then: -n 1000 -r 2, 300 warm-up
 # requests; GODEBUG=asyncpreemptoff=1 (callgrind cannot follow Go's
-# preemption signals).
+# preemption signals) and cpu.rdtscp=off (valgrind 3.19 cannot decode
+# RDTSCP, which the runtime's cputicks uses where the CPU has it: seen on
+# an AMD EPYC VM).
 #
 # -measure syscalls counts the system calls the process makes per request,
 # under `strace -c -f` attached for the N requests (defaults -n 2000 -r 1):
@@ -86,7 +88,7 @@ for r in $(seq "$rounds"); do
 		port=$(free_port) mport=$(free_port)
 		# Under callgrind the target is valgrind's process: the same pid.
 		under=()
-		[[ $measure == instructions ]] && under=(env GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind
+		[[ $measure == instructions ]] && under=(env GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind
 			"--callgrind-out-file=$work/callgrind.%p")
 		if [[ $v == revproxy ]]; then
 			"${under[@]}" bin/bench-revproxy -addr "127.0.0.1:$port" -mgmt-addr "127.0.0.1:$mport" -alpha "http://127.0.0.1:$mock_port" \
