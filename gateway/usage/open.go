@@ -102,10 +102,16 @@ func (o *Options) defaults() {
 
 // Ledger is safe for concurrent use.
 type Ledger struct {
-	opts   Options
-	log    *slog.Logger
-	path   string
-	w      *sql.DB // exactly one connection, owned by the writer goroutine
+	opts Options
+	log  *slog.Logger
+	path string
+	w    *sql.DB // exactly one connection, owned by the writer goroutine
+	// wc is that connection, pinned after Open's own work: the writer's
+	// statements, its BEGIN and COMMIT included, are prepared on it once
+	// (writerTxn), and a statement on a pinned connection can never be
+	// retried on another one in the middle of a transaction.
+	wc     *sql.Conn
+	txn    writerTxn
 	r      *sql.DB // query_only pool; WAL lets it read while the writer writes
 	c      *sql.DB // one connection for background WAL checkpoints
 	ckStop chan struct{}
@@ -238,7 +244,13 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 	if l.recovered > 0 {
 		l.log.Warn("usage ledger recovered unfinished records as interrupted", "path", abs, "count", l.recovered)
 	}
-	if err = l.stmts.prepare(ctx, l.w); err != nil {
+	if l.wc, err = l.w.Conn(ctx); err != nil {
+		return nil, fmt.Errorf("usage: open writer: %w", err)
+	}
+	if err = l.stmts.prepare(ctx, l.wc); err != nil {
+		return nil, err
+	}
+	if err = l.txn.prepare(ctx, l.wc); err != nil {
 		return nil, err
 	}
 
@@ -326,7 +338,10 @@ func (l *Ledger) Close() error {
 
 func (l *Ledger) closeDBs() error {
 	var errs []error
-	errs = append(errs, l.stmts.close())
+	errs = append(errs, l.stmts.close(), l.txn.close())
+	if l.wc != nil {
+		errs = append(errs, l.wc.Close())
+	}
 	if l.c != nil {
 		errs = append(errs, l.c.Close())
 	}

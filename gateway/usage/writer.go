@@ -461,26 +461,51 @@ func (o *op) settle(err error) {
 // outside it.
 func (l *Ledger) apply(batch []*op) (err error) {
 	ctx := context.Background() // a caller's cancellation must not abort others' writes
-	tx, err := l.w.BeginTx(ctx, nil)
-	if err != nil {
+	if _, err = l.txn.begin.ExecContext(ctx); err != nil {
 		return fmt.Errorf("usage: begin batch: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			_ = tx.Rollback()
+			// After some errors (a full disk, an I/O error) SQLite has
+			// rolled the transaction back itself; this ROLLBACK then finds
+			// none and fails, which leaves the connection as it should be.
+			_, _ = l.txn.rollback.ExecContext(ctx)
 		}
 	}()
-	st := l.stmts.in(ctx, tx)
 	for _, o := range batch {
-		if err = st.apply(ctx, o); err != nil {
+		if err = l.stmts.apply(ctx, o); err != nil {
 			return err
 		}
 	}
-	if err = tx.Commit(); err != nil {
+	if _, err = l.txn.commit.ExecContext(ctx); err != nil {
 		return fmt.Errorf("usage: commit batch: %w", err)
 	}
 	return nil
 }
+
+// writerTxn is the writer's transaction control as statements prepared
+// once. database/sql's BeginTx and Commit had the driver prepare "BEGIN"
+// and "COMMIT" afresh for every batch: about a tenth of the writer's CPU
+// at eight concurrent streams (docs/BENCHMARK.md, fifth round). IMMEDIATE:
+// every write transaction takes the write lock up front, so it can never
+// fail halfway with SQLITE_BUSY on lock upgrade.
+type writerTxn struct{ begin, commit, rollback *sql.Stmt }
+
+func (t *writerTxn) prepare(ctx context.Context, c *sql.Conn) error {
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{{&t.begin, "BEGIN IMMEDIATE"}, {&t.commit, "COMMIT"}, {&t.rollback, "ROLLBACK"}} {
+		st, err := c.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return fmt.Errorf("usage: prepare %s: %w", p.sql, err)
+		}
+		*p.dst = st
+	}
+	return nil
+}
+
+func (t *writerTxn) close() error { return closeStmts(t.begin, t.commit, t.rollback) }
 
 type writerStmts struct {
 	insert, finish, ping *sql.Stmt
@@ -509,13 +534,13 @@ WHERE request_id = ? AND status = 'in_progress'`
 const pingSQL = `INSERT INTO ledger_meta (k, v) VALUES ('last_ping', ?)
 ON CONFLICT (k) DO UPDATE SET v = excluded.v`
 
-// preparer is a *sql.DB or a *sql.Tx.
+// preparer is the writer's *sql.Conn or replay's *sql.Tx.
 type preparer interface {
 	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 }
 
-// Statements are prepared once on the writer's only connection; tx.Stmt
-// then reuses them without re-preparing. Replay prepares them on its
+// Statements are prepared once on the writer's pinned connection, where
+// its transactions run (writerTxn). Replay prepares them on its
 // transaction.
 func (s *writerStmts) prepare(ctx context.Context, db preparer) error {
 	for _, p := range []struct {
@@ -532,18 +557,12 @@ func (s *writerStmts) prepare(ctx context.Context, db preparer) error {
 	return nil
 }
 
-func (s *writerStmts) in(ctx context.Context, tx *sql.Tx) writerStmts {
-	return writerStmts{
-		insert: tx.StmtContext(ctx, s.insert),
-		finish: tx.StmtContext(ctx, s.finish),
-		ping:   tx.StmtContext(ctx, s.ping),
-		args:   s.args,
-	}
-}
+func (s *writerStmts) close() error { return closeStmts(s.insert, s.finish, s.ping) }
 
-func (s *writerStmts) close() error {
+// closeStmts closes the statements that were prepared.
+func closeStmts(sts ...*sql.Stmt) error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.insert, s.finish, s.ping} {
+	for _, st := range sts {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

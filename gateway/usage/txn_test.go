@@ -1,0 +1,43 @@
+package usage
+
+import (
+	"database/sql"
+	"testing"
+)
+
+// A statement that fails inside a batch can leave SQLite's transaction
+// open (RAISE(ABORT) undoes only that statement). The writer runs BEGIN and
+// COMMIT as its own prepared statements, so it must roll such a batch back
+// itself: otherwise every later batch fails to begin ("cannot start a
+// transaction within a transaction") and no record commits again.
+func TestAFailedStatementRollsItsBatchBack(t *testing.T) {
+	path := dbPath(t)
+	l := openAt(t, path, Options{})
+	ctx := ctxT(t)
+
+	side, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = side.ExecContext(ctx, `CREATE TRIGGER refuse_key BEFORE INSERT ON usage_records
+		WHEN NEW.key_id = 'refused' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`); err != nil {
+		t.Fatal(err)
+	}
+	if err = side.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := l.Finish(ctx, finalRecord(NewRequestID(), "refused")); err == nil {
+		t.Fatal("the trigger did not refuse the record")
+	}
+	for i := range 3 {
+		id := NewRequestID()
+		if err := l.Finish(ctx, finalRecord(id, "k")); err != nil {
+			t.Fatalf("batch %d after the failed one: %v", i, err)
+		}
+		rec, err := l.Get(ctx, id)
+		if err != nil || rec.Status != StatusSuccess {
+			t.Fatalf("batch %d after the failed one: record %+v, %v", i, rec, err)
+		}
+	}
+}
