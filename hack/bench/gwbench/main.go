@@ -5,6 +5,7 @@
 //
 // Per round (fresh processes every round): warm-up; many concurrent slow
 // streams (RSS and goroutines against streams open, back to idle after);
+// every process restarted, so that the load phases measure fresh ones;
 // closed loop at c=1 with the targets interleaved (added latency over
 // direct); closed loop at -conc (throughput, each process's own CPU per
 // request); open loop at fixed rates, latency from the scheduled send time.
@@ -187,6 +188,11 @@ func (b *bench) runRound(ctx context.Context, dir string) (*Round, []TargetInfo,
 	// peak, and idle is idle after the warm-up, not after the load tests.
 	for _, t := range order {
 		b.phase(fmt.Sprintf("streams %d %s", cfg.streams, t.spec.Name), func() { b.streamsPhase(ctx, t) })
+	}
+	var restartErr error
+	b.phase("restart", func() { restartErr = env.restart(ctx) })
+	if restartErr != nil {
+		return nil, nil, fmt.Errorf("restarting the processes after the streams: %w", restartErr)
 	}
 	for _, w := range cfg.workloads {
 		b.phase("c=1 "+w.String(), func() { b.closedC1(ctx, w, cfg.c1N) })

@@ -121,6 +121,29 @@ type LagHistogram struct {
 	Sum     float64     `json:"sum_seconds"`
 }
 
+// plus is the histogram of h's observations and o's together (either may
+// be nil: not exposed). Buckets are matched by bound; a bound only one of
+// them has cannot be placed in the other, so the sum keeps the bounds both
+// have.
+func (h *LagHistogram) plus(o *LagHistogram) *LagHistogram {
+	if h == nil {
+		return o
+	}
+	if o == nil {
+		return h
+	}
+	sum := &LagHistogram{Count: h.Count + o.Count, Sum: h.Sum + o.Sum}
+	for _, b := range h.Buckets {
+		for _, c := range o.Buckets {
+			if c.LE == b.LE {
+				sum.Buckets = append(sum.Buckets, LagBucket{LE: b.LE, Count: b.Count + c.Count})
+				break
+			}
+		}
+	}
+	return sum
+}
+
 // LagBucket is one cumulative bucket: Count observations ≤ LE seconds.
 type LagBucket struct {
 	LE    float64 `json:"le"` // +Inf as math.MaxFloat64 (JSON has no infinity)

@@ -58,6 +58,33 @@ func TestParseHistogram(t *testing.T) {
 	}
 }
 
+func TestLagHistogramPlus(t *testing.T) {
+	a := &LagHistogram{Count: 10, Sum: 1, Buckets: []LagBucket{{0.005, 6}, {0.01, 9}, {math.MaxFloat64, 10}}}
+	b := &LagHistogram{Count: 4, Sum: 0.5, Buckets: []LagBucket{{0.005, 1}, {0.01, 3}, {math.MaxFloat64, 4}}}
+	got := a.plus(b)
+	want := []LagBucket{{0.005, 7}, {0.01, 12}, {math.MaxFloat64, 14}}
+	if got.Count != 14 || got.Sum != 1.5 || len(got.Buckets) != len(want) {
+		t.Fatalf("plus = %+v", got)
+	}
+	for i := range want {
+		if got.Buckets[i] != want[i] {
+			t.Errorf("bucket %d = %+v, want %+v", i, got.Buckets[i], want[i])
+		}
+	}
+	if a.Count != 10 || a.Buckets[0].Count != 6 {
+		t.Errorf("plus changed its receiver: %+v", a)
+	}
+	var none *LagHistogram
+	if none.plus(b) != b || a.plus(nil) != a || none.plus(nil) != nil {
+		t.Error("a nil side is not the other side")
+	}
+	// A bound only one side has cannot be summed: it is left out.
+	c := &LagHistogram{Count: 1, Buckets: []LagBucket{{0.02, 1}, {math.MaxFloat64, 1}}}
+	if got := a.plus(c); len(got.Buckets) != 1 || got.Buckets[0] != (LagBucket{math.MaxFloat64, 11}) {
+		t.Errorf("mismatched bounds: %+v", got.Buckets)
+	}
+}
+
 func TestBackToIdle(t *testing.T) {
 	idle := procState{gor: 20, heap: 5, pooled: 1, gc: true}
 	full := procState{gor: 20 + 2*255, heap: 12, pooled: 256, gc: true} // a full pool: not a leak

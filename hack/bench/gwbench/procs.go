@@ -20,6 +20,8 @@ import (
 // proc is a child process: a mock, the reverse proxy, a gateway or a sidecar.
 type proc struct {
 	name string
+	bin  string
+	args []string
 	cmd  *exec.Cmd
 	log  string // its stdout and stderr
 	done chan struct{}
@@ -31,8 +33,20 @@ type proc struct {
 // child gets SIGTERM if this process dies first, so an interrupted run
 // leaves nothing behind.
 func startProc(dir, name, bin string, args ...string) (*proc, error) {
-	logPath := filepath.Join(dir, name+".log")
-	f, err := os.Create(logPath)
+	return launch(filepath.Join(dir, name+".log"), os.O_TRUNC, name, bin, args)
+}
+
+// restart stops p cleanly and starts the same command again, its output
+// appended to the same log.
+func (p *proc) restart(timeout time.Duration) (*proc, error) {
+	if err := p.stop(timeout); err != nil {
+		return nil, err
+	}
+	return launch(p.log, os.O_APPEND, p.name, p.bin, p.args)
+}
+
+func launch(logPath string, mode int, name, bin string, args []string) (*proc, error) {
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|mode, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +57,7 @@ func startProc(dir, name, bin string, args ...string) (*proc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	p := &proc{name: name, bin: bin, args: args, cmd: cmd, log: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)

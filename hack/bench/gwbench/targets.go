@@ -113,6 +113,7 @@ type target struct {
 	spec     targetSpec
 	base     string // data-plane base URL ("" for direct: the mocks')
 	mgmt     string // management base URL with /metrics ("" for direct)
+	ready    string // the URL that answers 200 once it serves
 	proc     *proc  // nil for direct
 	sidecars []*proc
 	dbPath   string
@@ -120,6 +121,10 @@ type target struct {
 	client   *http.Client
 	eps      map[Workload]*endpoint
 	sent     atomic.Int64 // requests sent to it this round, for the ledger check
+	// What a gateway's /metrics counted before restart: added to the
+	// round's end scrape.
+	earlierLag    *LagHistogram
+	earlierWriter map[string]float64
 }
 
 // own is the process whose cost a workload's request through this target
