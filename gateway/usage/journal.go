@@ -392,7 +392,7 @@ func replayJournal(ctx context.Context, db *sql.DB, path string) (res replayed, 
 	}()
 	var st writerStmts
 	defer st.close()
-	if err = st.prepare(ctx, tx); err != nil {
+	if err = st.prepare(ctx, sqlPreparer{tx}); err != nil {
 		return res, fmt.Errorf("usage: begin journal: replay: %w", err)
 	}
 	rd := bufio.NewReader(f)
@@ -430,7 +430,7 @@ func (res *replayed) apply(ctx context.Context, st writerStmts, o *op) error {
 		}
 		return nil
 	}
-	n, err := changes(st.insert.ExecContext(ctx, st.insertArgs(o, nil)...))
+	n, err := st.insert.exec(ctx, st.insertArgs(o, nil))
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.rec.RequestID, err)
 	}

@@ -247,10 +247,12 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 	if l.wc, err = l.w.Conn(ctx); err != nil {
 		return nil, fmt.Errorf("usage: open writer: %w", err)
 	}
-	if err = l.stmts.prepare(ctx, l.wc); err != nil {
-		return nil, err
-	}
-	if err = l.txn.prepare(ctx, l.wc); err != nil {
+	if err = l.wc.Raw(func(dc any) error {
+		if err := l.stmts.prepare(ctx, driverConn{dc}); err != nil {
+			return err
+		}
+		return l.txn.prepare(ctx, driverConn{dc})
+	}); err != nil {
 		return nil, err
 	}
 
@@ -338,8 +340,9 @@ func (l *Ledger) Close() error {
 
 func (l *Ledger) closeDBs() error {
 	var errs []error
-	errs = append(errs, l.stmts.close(), l.txn.close())
 	if l.wc != nil {
+		// The driver's statements are closed while Raw holds their connection.
+		errs = append(errs, l.wc.Raw(func(any) error { return errors.Join(l.stmts.close(), l.txn.close()) }))
 		errs = append(errs, l.wc.Close())
 	}
 	if l.c != nil {

@@ -3,6 +3,7 @@ package usage
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -459,9 +460,15 @@ func (o *op) settle(err error) {
 // SQL error aborts the whole batch, because after an I/O error SQLite may
 // already have rolled the transaction back and later statements would run
 // outside it.
-func (l *Ledger) apply(batch []*op) (err error) {
+func (l *Ledger) apply(batch []*op) error {
+	// The writer's statements are the driver's own (driverStmt): they run
+	// while Raw holds the pinned connection.
+	return l.wc.Raw(func(any) error { return l.applyBatch(batch) })
+}
+
+func (l *Ledger) applyBatch(batch []*op) (err error) {
 	ctx := context.Background() // a caller's cancellation must not abort others' writes
-	if _, err = l.txn.begin.ExecContext(ctx); err != nil {
+	if _, err = l.txn.begin.exec(ctx, nil); err != nil {
 		return fmt.Errorf("usage: begin batch: %w", err)
 	}
 	defer func() {
@@ -469,7 +476,7 @@ func (l *Ledger) apply(batch []*op) (err error) {
 			// After some errors (a full disk, an I/O error) SQLite has
 			// rolled the transaction back itself; this ROLLBACK then finds
 			// none and fails, which leaves the connection as it should be.
-			_, _ = l.txn.rollback.ExecContext(ctx)
+			_, _ = l.txn.rollback.exec(ctx, nil)
 		}
 	}()
 	for _, o := range batch {
@@ -477,7 +484,7 @@ func (l *Ledger) apply(batch []*op) (err error) {
 			return err
 		}
 	}
-	if _, err = l.txn.commit.ExecContext(ctx); err != nil {
+	if _, err = l.txn.commit.exec(ctx, nil); err != nil {
 		return fmt.Errorf("usage: commit batch: %w", err)
 	}
 	return nil
@@ -489,14 +496,14 @@ func (l *Ledger) apply(batch []*op) (err error) {
 // at eight concurrent streams (docs/BENCHMARK.md, fifth round). IMMEDIATE:
 // every write transaction takes the write lock up front, so it can never
 // fail halfway with SQLITE_BUSY on lock upgrade.
-type writerTxn struct{ begin, commit, rollback *sql.Stmt }
+type writerTxn struct{ begin, commit, rollback execStmt }
 
-func (t *writerTxn) prepare(ctx context.Context, c *sql.Conn) error {
+func (t *writerTxn) prepare(ctx context.Context, c rawConn) error {
 	for _, p := range []struct {
-		dst **sql.Stmt
+		dst *execStmt
 		sql string
 	}{{&t.begin, "BEGIN IMMEDIATE"}, {&t.commit, "COMMIT"}, {&t.rollback, "ROLLBACK"}} {
-		st, err := c.PrepareContext(ctx, p.sql)
+		st, err := c.prepare(ctx, p.sql)
 		if err != nil {
 			return fmt.Errorf("usage: prepare %s: %w", p.sql, err)
 		}
@@ -508,10 +515,11 @@ func (t *writerTxn) prepare(ctx context.Context, c *sql.Conn) error {
 func (t *writerTxn) close() error { return closeStmts(t.begin, t.commit, t.rollback) }
 
 type writerStmts struct {
-	insert, finish, ping *sql.Stmt
-	// args is the insert's argument list, reused: the writer runs one
-	// statement at a time, and database/sql copies the arguments.
-	args *[]any
+	insert, finish, ping execStmt
+	// args is a statement's argument list, reused: the writer runs one
+	// statement at a time, and neither the driver nor database/sql keeps
+	// the list.
+	args *[]driver.NamedValue
 }
 
 const insertSQL = `INSERT INTO usage_records (
@@ -534,7 +542,7 @@ WHERE request_id = ? AND status = 'in_progress'`
 const pingSQL = `INSERT INTO ledger_meta (k, v) VALUES ('last_ping', ?)
 ON CONFLICT (k) DO UPDATE SET v = excluded.v`
 
-// preparer is the writer's *sql.Conn or replay's *sql.Tx.
+// preparer is replay's *sql.Tx.
 type preparer interface {
 	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 }
@@ -542,25 +550,25 @@ type preparer interface {
 // Statements are prepared once on the writer's pinned connection, where
 // its transactions run (writerTxn). Replay prepares them on its
 // transaction.
-func (s *writerStmts) prepare(ctx context.Context, db preparer) error {
+func (s *writerStmts) prepare(ctx context.Context, c rawConn) error {
 	for _, p := range []struct {
-		dst **sql.Stmt
+		dst *execStmt
 		sql string
 	}{{&s.insert, insertSQL}, {&s.finish, finishSQL}, {&s.ping, pingSQL}} {
-		st, err := db.PrepareContext(ctx, p.sql)
+		st, err := c.prepare(ctx, p.sql)
 		if err != nil {
 			return fmt.Errorf("usage: prepare: %w", err)
 		}
 		*p.dst = st
 	}
-	s.args = new([]any)
+	s.args = new([]driver.NamedValue)
 	return nil
 }
 
 func (s *writerStmts) close() error { return closeStmts(s.insert, s.finish, s.ping) }
 
 // closeStmts closes the statements that were prepared.
-func closeStmts(sts ...*sql.Stmt) error {
+func closeStmts(sts ...execStmt) error {
 	var errs []error
 	for _, st := range sts {
 		if st != nil {
@@ -574,7 +582,7 @@ func (s writerStmts) apply(ctx context.Context, o *op) error {
 	r := &o.rec
 	switch o.kind {
 	case opBegin:
-		n, err := changes(s.insert.ExecContext(ctx, s.insertArgs(o, nil)...))
+		n, err := s.insert.exec(ctx, s.insertArgs(o, nil))
 		if err != nil {
 			return fmt.Errorf("usage: begin %s: %w", r.RequestID, err)
 		}
@@ -586,11 +594,12 @@ func (s writerStmts) apply(ctx context.Context, o *op) error {
 		if o.merged != nil { // its Begin was never written
 			return s.insertFinal(ctx, o, fin)
 		}
-		n, err := changes(s.finish.ExecContext(ctx,
+		*s.args = namedArgs(*s.args,
 			r.ClientRequestID, r.KeyID, r.KeyFingerprint, r.Alias, r.Provider, r.ProviderModel,
-			r.Status, r.HTTPStatus, r.ErrorType, r.Fallbacks, o.attempts, r.Stream,
-			r.InputTokens, r.OutputTokens, r.CachedInputTokens, r.ReasoningTokens, int64(r.Cost), r.Currency,
-			r.LatencyMs, fin, r.RequestID))
+			r.Status, int64(r.HTTPStatus), r.ErrorType, int64(r.Fallbacks), o.attempts, r.Stream,
+			int64(r.InputTokens), int64(r.OutputTokens), int64(r.CachedInputTokens), int64(r.ReasoningTokens), int64(r.Cost), r.Currency,
+			r.LatencyMs, fin, r.RequestID)
+		n, err := s.finish.exec(ctx, *s.args)
 		if err != nil {
 			return fmt.Errorf("usage: finish %s: %w", r.RequestID, err)
 		}
@@ -601,15 +610,15 @@ func (s writerStmts) apply(ctx context.Context, o *op) error {
 		// final record) or it is already final (the insert does nothing).
 		return s.insertFinal(ctx, o, fin)
 	case opPing:
-		if _, err := s.ping.ExecContext(ctx, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+		if _, err := s.ping.exec(ctx, namedArgs(nil, time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
 			return fmt.Errorf("usage: ping write: %w", err)
 		}
 	}
 	return nil
 }
 
-func (s writerStmts) insertFinal(ctx context.Context, o *op, fin any) error {
-	n, err := changes(s.insert.ExecContext(ctx, s.insertArgs(o, fin)...))
+func (s writerStmts) insertFinal(ctx context.Context, o *op, fin driver.Value) error {
+	n, err := s.insert.exec(ctx, s.insertArgs(o, fin))
 	if err != nil {
 		return fmt.Errorf("usage: finish %s: %w", o.rec.RequestID, err)
 	}
@@ -620,17 +629,19 @@ func (s writerStmts) insertFinal(ctx context.Context, o *op, fin any) error {
 }
 
 // insertArgs are the insert's arguments for o, in s.args.
-func (s writerStmts) insertArgs(o *op, finished any) []any {
-	*s.args = insertArgs((*s.args)[:0], o, finished)
+func (s writerStmts) insertArgs(o *op, finished driver.Value) []driver.NamedValue {
+	*s.args = insertArgs(*s.args, o, finished)
 	return *s.args
 }
 
-func insertArgs(dst []any, o *op, finished any) []any {
+// insertArgs sets dst to the insert's arguments, as the driver takes them
+// (int64, not int: no converter runs between here and SQLite).
+func insertArgs(dst []driver.NamedValue, o *op, finished driver.Value) []driver.NamedValue {
 	r := &o.rec
-	return append(dst,
+	return namedArgs(dst,
 		r.RequestID, r.ClientRequestID, r.KeyID, r.KeyFingerprint, r.Alias, r.Provider, r.ProviderModel,
-		r.Status, r.HTTPStatus, r.ErrorType, r.Fallbacks, o.attempts, r.Stream,
-		r.InputTokens, r.OutputTokens, r.CachedInputTokens, r.ReasoningTokens, int64(r.Cost), r.Currency,
+		r.Status, int64(r.HTTPStatus), r.ErrorType, int64(r.Fallbacks), o.attempts, r.Stream,
+		int64(r.InputTokens), int64(r.OutputTokens), int64(r.CachedInputTokens), int64(r.ReasoningTokens), int64(r.Cost), r.Currency,
 		r.LatencyMs, toMicros(r.CreatedAt), finished)
 }
 

@@ -1,0 +1,94 @@
+package usage
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+)
+
+// execStmt is a prepared statement run with positional arguments; exec
+// reports the rows it changed.
+type execStmt interface {
+	exec(ctx context.Context, args []driver.NamedValue) (int64, error)
+	Close() error
+}
+
+// sqlStmt runs through database/sql: replay's statements, prepared on its
+// transaction.
+type sqlStmt struct{ *sql.Stmt }
+
+func (s sqlStmt) exec(ctx context.Context, args []driver.NamedValue) (int64, error) {
+	vals := make([]any, len(args))
+	for i, a := range args {
+		vals[i] = a.Value
+	}
+	return changes(s.ExecContext(ctx, vals...))
+}
+
+// driverStmt is a statement of the SQLite driver itself, prepared on the
+// writer's pinned connection and run only inside that connection's Raw
+// (Ledger.apply), which holds it for the writer. database/sql's
+// Stmt.ExecContext allocates a fresh argument list and converts each of
+// the insert's 22 arguments for every row, and takes the connection's
+// locks for every statement (docs/BENCHMARK.md, sixth round).
+type driverStmt struct {
+	driver.Stmt
+	x driver.StmtExecContext
+}
+
+func prepareDriverStmt(ctx context.Context, dc any, query string) (driverStmt, error) {
+	p, ok := dc.(driver.ConnPrepareContext)
+	if !ok {
+		return driverStmt{}, fmt.Errorf("usage: driver connection %T cannot prepare with a context", dc)
+	}
+	st, err := p.PrepareContext(ctx, query)
+	if err != nil {
+		return driverStmt{}, err
+	}
+	x, ok := st.(driver.StmtExecContext)
+	if !ok {
+		_ = st.Close()
+		return driverStmt{}, fmt.Errorf("usage: driver statement %T cannot execute with a context", st)
+	}
+	return driverStmt{st, x}, nil
+}
+
+func (s driverStmt) exec(ctx context.Context, args []driver.NamedValue) (int64, error) {
+	res, err := s.x.ExecContext(ctx, args)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// rawConn is where a statement is prepared: the writer's driver
+// connection (inside Raw) or replay's *sql.Tx.
+type rawConn interface {
+	prepare(ctx context.Context, query string) (execStmt, error)
+}
+
+type driverConn struct{ dc any }
+
+func (c driverConn) prepare(ctx context.Context, q string) (execStmt, error) {
+	return prepareDriverStmt(ctx, c.dc, q)
+}
+
+type sqlPreparer struct{ p preparer }
+
+func (c sqlPreparer) prepare(ctx context.Context, q string) (execStmt, error) {
+	st, err := c.p.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return sqlStmt{st}, nil
+}
+
+// namedArgs sets args to vals, positionally, reusing its storage.
+func namedArgs(args []driver.NamedValue, vals ...driver.Value) []driver.NamedValue {
+	args = args[:0]
+	for i, v := range vals {
+		args = append(args, driver.NamedValue{Ordinal: i + 1, Value: v})
+	}
+	return args
+}
