@@ -392,7 +392,7 @@ func replayJournal(ctx context.Context, db *sql.DB, path string) (res replayed, 
 	}()
 	var st writerStmts
 	defer st.close()
-	if err = st.prepare(ctx, sqlPreparer{tx}); err != nil {
+	if err = st.prepare(ctx, txPreparer{tx}); err != nil {
 		return res, fmt.Errorf("usage: begin journal: replay: %w", err)
 	}
 	rd := bufio.NewReader(f)

@@ -72,11 +72,7 @@ func insertFinalRow(ctx context.Context, t *testing.T, db interface {
 	o := &op{rec: finalRecord(NewRequestID(), key)}
 	o.rec.CreatedAt = time.Now()
 	o.attempts = encodeAttempts(o.rec.Attempts)
-	var vals []any
-	for _, a := range insertArgs(nil, o, toMicros(o.rec.CreatedAt)) {
-		vals = append(vals, a.Value)
-	}
-	if _, err := db.ExecContext(ctx, insertSQL, vals...); err != nil {
+	if _, err := db.ExecContext(ctx, insertSQL, argValues(insertArgs(nil, o, toMicros(o.rec.CreatedAt)))...); err != nil {
 		t.Fatal(err)
 	}
 	return o.rec.RequestID

@@ -19,11 +19,16 @@ type execStmt interface {
 type sqlStmt struct{ *sql.Stmt }
 
 func (s sqlStmt) exec(ctx context.Context, args []driver.NamedValue) (int64, error) {
+	return changes(s.ExecContext(ctx, argValues(args)...))
+}
+
+// argValues are args' values in order, as database/sql takes them.
+func argValues(args []driver.NamedValue) []any {
 	vals := make([]any, len(args))
 	for i, a := range args {
 		vals[i] = a.Value
 	}
-	return changes(s.ExecContext(ctx, vals...))
+	return vals
 }
 
 // driverStmt is a statement of the SQLite driver itself, prepared on the
@@ -62,9 +67,9 @@ func (s driverStmt) exec(ctx context.Context, args []driver.NamedValue) (int64, 
 	return res.RowsAffected()
 }
 
-// rawConn is where a statement is prepared: the writer's driver
+// stmtPreparer is where a statement is prepared: the writer's driver
 // connection (inside Raw) or replay's *sql.Tx.
-type rawConn interface {
+type stmtPreparer interface {
 	prepare(ctx context.Context, query string) (execStmt, error)
 }
 
@@ -74,10 +79,10 @@ func (c driverConn) prepare(ctx context.Context, q string) (execStmt, error) {
 	return prepareDriverStmt(ctx, c.dc, q)
 }
 
-type sqlPreparer struct{ p preparer }
+type txPreparer struct{ tx *sql.Tx }
 
-func (c sqlPreparer) prepare(ctx context.Context, q string) (execStmt, error) {
-	st, err := c.p.PrepareContext(ctx, q)
+func (c txPreparer) prepare(ctx context.Context, q string) (execStmt, error) {
+	st, err := c.tx.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}

@@ -498,7 +498,7 @@ func (l *Ledger) applyBatch(batch []*op) (err error) {
 // fail halfway with SQLITE_BUSY on lock upgrade.
 type writerTxn struct{ begin, commit, rollback execStmt }
 
-func (t *writerTxn) prepare(ctx context.Context, c rawConn) error {
+func (t *writerTxn) prepare(ctx context.Context, c stmtPreparer) error {
 	for _, p := range []struct {
 		dst *execStmt
 		sql string
@@ -542,15 +542,10 @@ WHERE request_id = ? AND status = 'in_progress'`
 const pingSQL = `INSERT INTO ledger_meta (k, v) VALUES ('last_ping', ?)
 ON CONFLICT (k) DO UPDATE SET v = excluded.v`
 
-// preparer is replay's *sql.Tx.
-type preparer interface {
-	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
-}
-
 // Statements are prepared once on the writer's pinned connection, where
 // its transactions run (writerTxn). Replay prepares them on its
 // transaction.
-func (s *writerStmts) prepare(ctx context.Context, c rawConn) error {
+func (s *writerStmts) prepare(ctx context.Context, c stmtPreparer) error {
 	for _, p := range []struct {
 		dst *execStmt
 		sql string

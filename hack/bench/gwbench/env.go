@@ -338,7 +338,9 @@ func (e *roundEnv) restart(ctx context.Context) error {
 		if t.proc == nil {
 			continue
 		}
-		p, err := launch(t.proc.log, os.O_APPEND, t.proc.name, t.proc.bin, t.proc.args)
+		// Stopped in the first loop: targets go down before the mocks
+		// they hold connections to, and come up after them.
+		p, err := t.proc.again()
 		if err != nil {
 			return err
 		}

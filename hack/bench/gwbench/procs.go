@@ -36,12 +36,17 @@ func startProc(dir, name, bin string, args ...string) (*proc, error) {
 	return launch(filepath.Join(dir, name+".log"), os.O_TRUNC, name, bin, args)
 }
 
-// restart stops p cleanly and starts the same command again, its output
-// appended to the same log.
+// restart stops p cleanly and starts it again.
 func (p *proc) restart(timeout time.Duration) (*proc, error) {
 	if err := p.stop(timeout); err != nil {
 		return nil, err
 	}
+	return p.again()
+}
+
+// again starts p's command anew (p stopped), its output appended to the
+// same log.
+func (p *proc) again() (*proc, error) {
 	return launch(p.log, os.O_APPEND, p.name, p.bin, p.args)
 }
 
