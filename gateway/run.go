@@ -68,6 +68,9 @@ type Config struct {
 	// QuotaStore shares the quota counters between replicas (empty URL:
 	// each replica counts in its own memory).
 	QuotaStore QuotaStore
+	// ReleaseStartupPages drops, once the gateway serves, the pages of its
+	// executable that only startup read (see gateway/residency).
+	ReleaseStartupPages bool
 }
 
 // DefaultLedgerBeginHold is how long the ledger keeps a request's Begin in
@@ -230,6 +233,9 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, err
 	}
 	log.Info("gateway serving", "addr", g.Addr, "mgmt_addr", cfg.MgmtAddr, "snapshot", g.Server.Version())
+	if cfg.ReleaseStartupPages {
+		releaseStartupPages(log)
+	}
 	return g, nil
 }
 
