@@ -30,17 +30,17 @@ func Release() (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("residency: %w", err)
 	}
-	maps, err := parseSmaps(f)
+	maps, err := ParseSmaps(f)
 	_ = f.Close()
 	if err != nil {
 		return res, fmt.Errorf("residency: %w", err)
 	}
 	res.FileBefore, _ = rssFile()
 	for _, m := range clean(maps, devString(uint64(st.Dev)), st.Ino) {
-		if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, uintptr(m.start), uintptr(m.end-m.start), syscall.MADV_DONTNEED); e != 0 {
-			return res, fmt.Errorf("residency: madvise %x-%x: %w", m.start, m.end, e)
+		if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, uintptr(m.Start), uintptr(m.End-m.Start), syscall.MADV_DONTNEED); e != 0 {
+			return res, fmt.Errorf("residency: madvise %x-%x: %w", m.Start, m.End, e)
 		}
-		res.Advised += m.end - m.start
+		res.Advised += m.End - m.Start
 	}
 	res.FileAfter, err = rssFile()
 	return res, err

@@ -4,8 +4,10 @@
 # package inits of) each package below, built like bin/llmgw, reports its
 # VmRSS split into anonymous and file-backed (its binary's pages) after
 # 0.5 s. The gap between "llmgw's packages" and a bare net/http server is
-# the floor under the gateway's idle RSS that no change in the gateway can
-# remove (docs/BENCHMARK.md, "memory"). Usage: hack/bench/rss-floor.sh
+# what every process of the one binary starts with; the gateway gives the
+# file-backed part back once it serves (gateway/residency), the other
+# subcommands keep it (docs/BENCHMARK.md, "memory"). Usage:
+# hack/bench/rss-floor.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work=$(mktemp -d bin/rss-floor.XXXX)

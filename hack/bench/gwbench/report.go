@@ -187,7 +187,8 @@ func markdown(rep *Report) string {
 	}
 	if hasMemSplit(s.Streams) {
 		p("\n\nWhat the RSS is made of (medians): *anonymous* is the process's own memory (heap, goroutine stacks, runtime), *file-backed* the pages of its binary the kernel has mapped in (RssFile in /proc/PID/status). " +
-			"The file-backed part grows with the binary (every package's init touches its code and data, and the kernel maps each fault's neighbouring pages too), not with the load, and any process of the same binary pays it alike. " +
+			"The file-backed part grows with the binary (every package's init touches its code and data, and the kernel maps each fault's neighbouring pages too), not with the load. " +
+			"llmgw drops its mappings of those pages once it serves (--release-startup-pages, on by default; they stay in the page cache), so its file-backed part is what it has read since; the mock (direct) keeps them. " +
 			"Peak: the sample of the highest sampled RSS. *Stacks*: the most the goroutine stacks held during the first wave (go_memstats_stack_inuse_bytes, part of the anonymous memory; where the target has /metrics). " +
 			"*Touched in the wave*: of the file-backed pages, those the process accessed during the first wave (their accessed bits cleared through /proc/PID/clear_refs before it, the Referenced pages of its file mappings in /proc/PID/smaps after it); the rest stay mapped, clean page cache the kernel can take back under pressure.\n\n")
 		p("| target | idle: anonymous / file-backed | peak: anonymous / file-backed | file-backed touched in the wave | peak stacks |\n|---|---:|---:|---:|---:|\n")

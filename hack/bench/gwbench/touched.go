@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
+	"strings"
+
+	"github.com/llmgw/llmgw/gateway/residency"
 )
 
 // The file-backed part of RSS counts every page of the binary the kernel
@@ -41,50 +41,19 @@ func (p *proc) fileTouched() (uint64, error) {
 	return n, nil
 }
 
-// fileReferenced sums the Referenced lines of the mappings in an smaps
-// listing that map a file: a header with a path that is not a
-// pseudo-mapping ([heap], [stack], [vdso], ...). RssFile counts the same
-// mappings.
+// fileReferenced sums the Referenced bytes of the mappings in an smaps
+// listing that map a file: a path that is not a pseudo-mapping ([heap],
+// [stack], [vdso], ...). RssFile counts the same mappings.
 func fileReferenced(r io.Reader) (uint64, error) {
-	sc := bufio.NewScanner(r)
+	maps, err := residency.ParseSmaps(r)
+	if err != nil {
+		return 0, err
+	}
 	var total uint64
-	file := false
-	for sc.Scan() {
-		line := sc.Bytes()
-		fields := bytes.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
-		if isMappingHeader(fields[0]) {
-			file = len(fields) >= 6 && fields[5][0] == '/'
-			continue
-		}
-		if !file || string(fields[0]) != "Referenced:" {
-			continue
-		}
-		if len(fields) != 3 || string(fields[2]) != "kB" {
-			return 0, fmt.Errorf("unexpected line %q", line)
-		}
-		kb, err := strconv.ParseUint(string(fields[1]), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("line %q: %w", line, err)
-		}
-		total += kb * 1024
-	}
-	return total, sc.Err()
-}
-
-// isMappingHeader: a header starts with the mapping's range, "start-end"
-// in hex; the attribute lines start with "Name:".
-func isMappingHeader(first []byte) bool {
-	dash := bytes.IndexByte(first, '-')
-	if dash <= 0 || dash == len(first)-1 {
-		return false
-	}
-	for _, c := range bytes.ReplaceAll(first, []byte("-"), nil) {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
+	for _, m := range maps {
+		if strings.HasPrefix(m.Path, "/") {
+			total += m.Referenced
 		}
 	}
-	return true
+	return total, nil
 }

@@ -14,7 +14,6 @@
 package main
 
 import (
-	"bufio"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -23,8 +22,9 @@ import (
 	"io"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/llmgw/llmgw/gateway/residency"
 )
 
 const pageSize = 4096
@@ -90,26 +90,15 @@ func exeMappings(pid int, exe string) ([]mapping, error) {
 		return nil, fmt.Errorf("read maps: %w", err)
 	}
 	defer f.Close()
-	var out []mapping
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) < 6 || fs[5] != exe {
-			continue
-		}
-		lo, hi, ok := strings.Cut(fs[0], "-")
-		if !ok {
-			continue
-		}
-		s, err1 := strconv.ParseUint(lo, 16, 64)
-		e, err2 := strconv.ParseUint(hi, 16, 64)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("maps line %q: bad range", sc.Text())
-		}
-		out = append(out, mapping{s, e})
-	}
-	if err := sc.Err(); err != nil {
+	maps, err := residency.ParseSmaps(f)
+	if err != nil {
 		return nil, fmt.Errorf("read maps: %w", err)
+	}
+	var out []mapping
+	for _, m := range maps {
+		if m.Path == exe {
+			out = append(out, mapping{m.Start, m.End})
+		}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no mapping of %s in process %d", exe, pid)
