@@ -3,19 +3,12 @@
 package residency
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"strconv"
 	"syscall"
-)
 
-// Result says what Release did; sizes are bytes.
-type Result struct {
-	// Advised is the address range dropped; FileBefore and FileAfter are the
-	// process's file-backed resident memory (RssFile) around the call.
-	Advised, FileBefore, FileAfter uint64
-}
+	"github.com/prometheus/procfs"
+)
 
 // Release drops the process's mappings of its executable's clean read-only
 // pages (text and read-only data). Pages read afterwards are mapped again on
@@ -35,33 +28,29 @@ func Release() (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("residency: %w", err)
 	}
-	res.FileBefore, _ = rssFile()
+	res.FileBefore = rssFile()
 	for _, m := range clean(maps, devString(uint64(st.Dev)), st.Ino) {
 		if _, _, e := syscall.Syscall(syscall.SYS_MADVISE, uintptr(m.Start), uintptr(m.End-m.Start), syscall.MADV_DONTNEED); e != 0 {
 			return res, fmt.Errorf("residency: madvise %x-%x: %w", m.Start, m.End, e)
 		}
 		res.Advised += m.End - m.Start
 	}
-	res.FileAfter, err = rssFile()
-	return res, err
+	res.FileAfter = rssFile()
+	return res, nil
 }
 
-// rssFile reads RssFile from /proc/self/status, in bytes.
-func rssFile() (uint64, error) {
-	b, err := os.ReadFile("/proc/self/status")
+// rssFile is the process's file-backed resident memory (RssFile), in bytes;
+// 0 when /proc/self/status cannot be read: it only reports what Release did.
+func rssFile() uint64 {
+	p, err := procfs.Self()
 	if err != nil {
-		return 0, fmt.Errorf("residency: %w", err)
+		return 0
 	}
-	for line := range bytes.Lines(b) {
-		if v, ok := bytes.CutPrefix(line, []byte("RssFile:")); ok {
-			kb, err := strconv.ParseUint(string(bytes.TrimSuffix(bytes.TrimSpace(v), []byte(" kB"))), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("residency: RssFile %q: %w", v, err)
-			}
-			return kb << 10, nil
-		}
+	st, err := p.NewStatus()
+	if err != nil {
+		return 0
 	}
-	return 0, fmt.Errorf("residency: no RssFile in /proc/self/status")
+	return st.RssFile
 }
 
 // devString prints a device number as /proc/PID/smaps does ("fd:01"):

@@ -43,5 +43,13 @@ func clean(maps []Mapping, dev string, inode uint64) []Mapping {
 	return out
 }
 
+// Result says what Release did; sizes are bytes.
+type Result struct {
+	// Advised is the address range dropped; FileBefore and FileAfter are the
+	// process's file-backed resident memory (RssFile) around the call, 0
+	// where it could not be read.
+	Advised, FileBefore, FileAfter uint64
+}
+
 // ErrUnsupported is returned where the platform has no per-mapping advice.
 var ErrUnsupported = errors.New("residency: not supported on this platform")
