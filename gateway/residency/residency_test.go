@@ -17,6 +17,7 @@ VmFlags: rd ex mr mw me dw sd
 01805000-02c9f000 r--p 01405000 fe:00 9987913                            /work/bin/llmgw
 Rss:               15140 kB
 Anonymous:             0 kB
+FilePmdMapped:     10240 kB
 VmFlags: rd mr mw me dw sd
 02c9f000-02d4f000 rw-p 0289f000 fe:00 9987913                            /work/bin/llmgw
 Rss:                 572 kB
@@ -40,7 +41,7 @@ func TestParseSmaps(t *testing.T) {
 	const kB = 1024
 	want := []Mapping{
 		{Start: 0x400000, End: 0x1805000, Perms: "r-xp", Dev: "fe:00", Inode: 9987913, Path: "/work/bin/llmgw", Referenced: 6000 * kB},
-		{Start: 0x1805000, End: 0x2c9f000, Perms: "r--p", Dev: "fe:00", Inode: 9987913, Path: "/work/bin/llmgw"},
+		{Start: 0x1805000, End: 0x2c9f000, Perms: "r--p", Dev: "fe:00", Inode: 9987913, Path: "/work/bin/llmgw", FilePmdMapped: 10240 * kB},
 		{Start: 0x2c9f000, End: 0x2d4f000, Perms: "rw-p", Dev: "fe:00", Inode: 9987913, Path: "/work/bin/llmgw", Anonymous: 440 * kB},
 		{Start: 0x2d4f000, End: 0x2d60000, Perms: "r--p", Dev: "fe:00", Inode: 9987913, Path: "/work/bin/llmgw (deleted)", Anonymous: 152 * kB},
 		{Start: 0x1bf264000000, End: 0x1bf264800000, Perms: "rw-p", Dev: "00:00", Anonymous: 3968 * kB},
@@ -67,6 +68,7 @@ func TestParseSmapsRejectsMalformedInput(t *testing.T) {
 		"bad size":                 hdr + "Anonymous: x kB\n",
 		"size without unit":        hdr + "Referenced: lots\n",
 		"size in another unit":     hdr + "Referenced: 4 MB\n",
+		"bad huge-mapped size":     hdr + "FilePmdMapped: 2M kB\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := ParseSmaps(strings.NewReader(in)); err == nil {

@@ -25,6 +25,10 @@ type Mapping struct {
 	// Referenced is the bytes of resident pages accessed since the accessed
 	// bits were last cleared (/proc/PID/clear_refs).
 	Referenced uint64
+	// FilePmdMapped is the bytes of the file mapped by huge (PMD) entries:
+	// where the page cache holds the file in 2 MiB folios, one fault maps
+	// the whole folio.
+	FilePmdMapped uint64
 }
 
 // ParseSmaps reads /proc/PID/smaps or /proc/PID/maps.
@@ -57,6 +61,8 @@ func ParseSmaps(r io.Reader) ([]Mapping, error) {
 			dst = &out[len(out)-1].Anonymous
 		case "Referenced:":
 			dst = &out[len(out)-1].Referenced
+		case "FilePmdMapped:":
+			dst = &out[len(out)-1].FilePmdMapped
 		default:
 			continue
 		}

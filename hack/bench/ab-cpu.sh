@@ -65,22 +65,9 @@ pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-wait_up() { for _ in $(seq 600); do curl -sf -o /dev/null "$1" && return 0; sleep 0.1; done; echo "not up: $1" >&2; return 1; }
-
-CGO_ENABLED=0 go build -o "$work/client" ./hack/bench/abclient
-
-mock_port=$(free_port)
-bin/llmgw mockprovider --flavor alpha --addr "127.0.0.1:$mock_port" --default-chunks "$chunks" --log-level warn >"$work/mock.log" 2>&1 &
-pids+=($!)
-wait_up "http://127.0.0.1:$mock_port/healthz"
-cat >"$work/snapshot.json" <<JSON
-{"providers":[{"name":"alpha","protocol":"openai","baseURL":"http://127.0.0.1:$mock_port"}],
- "aliases":[{"name":"chat-alpha","primary":{"provider":"alpha","model":"alpha-large"},"maxFallbacks":0}]}
-JSON
-bin/llmgw keys create --id bench --models chat-alpha --rpm 100000000 --burst 1000000 \
-	--into "$work/snapshot.json" --key-out "$work/key" 2>/dev/null
-key=$(cat "$work/key")
+# shellcheck source=hack/bench/rig.sh
+. hack/bench/rig.sh
+start_alpha_rig "$chunks"
 tck=$(getconf CLK_TCK)
 
 for r in $(seq "$rounds"); do

@@ -11,29 +11,34 @@ import (
 // config is the run's settings; Settings is its JSON form in the report.
 type config struct {
 	llmgwBin, revproxyBin string
-	targets               []targetSpec
-	workloads             []Workload
-	openWorkloads         []Workload
-	rounds                int
-	warmup                int
-	c1N, c1Warmup         int
-	conc                  int
-	concDur, concWarmup   time.Duration
-	rates                 []float64
-	openDur, openWarmup   time.Duration
-	streams               int
-	streamRamp            float64
-	streamChunks          int
-	streamDelayMs         int
-	streamProto           string
-	settle                time.Duration
-	chunks                int
-	gatewayLogLevel       string
-	seed                  uint64
-	name, out, outDir     string
-	note                  string
-	smoke                 bool
-	render                string
+	// targetLlmgw and targetRevproxy are what the targets run: copies of
+	// the two made at the start of the run (stage.go), or the same files
+	// with -fresh-binaries=false. The mocks run llmgwBin.
+	targetLlmgw, targetRevproxy string
+	freshBinaries               bool
+	targets                     []targetSpec
+	workloads                   []Workload
+	openWorkloads               []Workload
+	rounds                      int
+	warmup                      int
+	c1N, c1Warmup               int
+	conc                        int
+	concDur, concWarmup         time.Duration
+	rates                       []float64
+	openDur, openWarmup         time.Duration
+	streams                     int
+	streamRamp                  float64
+	streamChunks                int
+	streamDelayMs               int
+	streamProto                 string
+	settle                      time.Duration
+	chunks                      int
+	gatewayLogLevel             string
+	seed                        uint64
+	name, out, outDir           string
+	note                        string
+	smoke                       bool
+	render                      string
 }
 
 // Settings is the config as the report records it.
@@ -58,8 +63,11 @@ type Settings struct {
 	MockChunks      int       `json:"mock_chunks"`
 	GatewayLogLevel string    `json:"gateway_log_level"`
 	Seed            uint64    `json:"seed"`
-	Smoke           bool      `json:"smoke"`
-	Note            string    `json:"note,omitempty"`
+	// FreshBinaries: the targets ran from copies written at the start of
+	// the run (false in reports before 2026-12-04's eighth round).
+	FreshBinaries bool   `json:"fresh_binaries,omitempty"`
+	Smoke         bool   `json:"smoke"`
+	Note          string `json:"note,omitempty"`
 }
 
 func (c *config) settings() Settings {
@@ -67,7 +75,7 @@ func (c *config) settings() Settings {
 		ConcSeconds: c.concDur.Seconds(), Rates: c.rates, OpenSeconds: c.openDur.Seconds(), Streams: c.streams,
 		StreamRamp: c.streamRamp, StreamChunks: c.streamChunks, StreamDelayMs: c.streamDelayMs, StreamProto: c.streamProto,
 		SettleSeconds: c.settle.Seconds(), MockChunks: c.chunks, GatewayLogLevel: c.gatewayLogLevel, Seed: c.seed,
-		Smoke: c.smoke, Note: c.note}
+		Smoke: c.smoke, Note: c.note, FreshBinaries: c.freshBinaries}
 	for _, t := range c.targets {
 		s.Targets = append(s.Targets, t.Name)
 	}
@@ -94,6 +102,7 @@ func parseConfig(args []string) (*config, error) {
 	var variants variantFlag
 	fs.StringVar(&c.llmgwBin, "llmgw", "bin/llmgw", "the llmgw binary (mock providers and the gateway)")
 	fs.StringVar(&c.revproxyBin, "revproxy", "bin/bench-revproxy", "the reverse proxy binary (hack/bench/revproxy)")
+	fs.BoolVar(&c.freshBinaries, "fresh-binaries", true, "run the targets from copies of -llmgw and -revproxy written at the start of the run, so that every run finds them in the page cache in the same state (stage.go); false runs the files themselves")
 	fs.StringVar(&targets, "targets", "direct,revproxy,llmgw", "targets to compare, each its own process: direct, revproxy, llmgw (and -variant names)")
 	fs.Var(&variants, "variant", "an extra gateway target NAME='--flag value ...' ({dir} = its temp dir); repeatable")
 	fs.StringVar(&workloads, "workloads", "alpha/json,alpha/sse,beta/json,beta/sse", "request shapes: protocol/mode")

@@ -117,7 +117,7 @@ func (e *roundEnv) startTarget(ctx context.Context, spec targetSpec) (*target, e
 			return nil, err
 		}
 		args := []string{"-addr", loop(port), "-mgmt-addr", loop(mport), "-alpha", e.alphaURL, "-beta", e.betaURL}
-		if t.proc, err = startProc(e.dir, spec.Name, e.cfg.revproxyBin, args...); err != nil {
+		if t.proc, err = startProc(e.dir, spec.Name, e.cfg.targetRevproxy, args...); err != nil {
 			return nil, err
 		}
 		t.command = "revproxy " + strings.Join(e.redact(args), " ")
@@ -164,7 +164,7 @@ func (e *roundEnv) startGateway(ctx context.Context, t *target) error {
 		}
 		args = append(args, flags...)
 	}
-	if t.proc, err = startProc(dir, t.spec.Name, e.cfg.llmgwBin, args...); err != nil {
+	if t.proc, err = startProc(dir, t.spec.Name, e.cfg.targetLlmgw, args...); err != nil {
 		return err
 	}
 	t.command = "llmgw " + strings.Join(e.redact(args), " ")

@@ -122,6 +122,12 @@ func run(ctx context.Context, cfg *config) (*Report, string, error) {
 		return nil, "", err
 	}
 	defer os.RemoveAll(tmp)
+	cfg.targetLlmgw, cfg.targetRevproxy = cfg.llmgwBin, cfg.revproxyBin
+	if cfg.freshBinaries {
+		if err := stageBinaries(filepath.Join(tmp, "bin"), cfg); err != nil {
+			return nil, "", err
+		}
+	}
 
 	rep := &Report{Name: cfg.name, Started: started.UTC().Format(time.RFC3339), Machine: machineInfo(cfg.llmgwBin), Settings: cfg.settings()}
 	b := &bench{cfg: cfg, errLogs: map[string]*errLog{}, raw: map[curveKey][]time.Duration{}}

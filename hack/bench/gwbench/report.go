@@ -190,10 +190,11 @@ func markdown(rep *Report) string {
 			"The file-backed part grows with the binary (every package's init touches its code and data, and the kernel maps each fault's neighbouring pages too), not with the load. " +
 			"llmgw drops its mappings of those pages once it serves (--release-startup-pages, on by default; they stay in the page cache), so its file-backed part is what it has read since; the mock (direct) keeps them. " +
 			"Peak: the sample of the highest sampled RSS. *Stacks*: the most the goroutine stacks held during the first wave (go_memstats_stack_inuse_bytes, part of the anonymous memory; where the target has /metrics). " +
-			"*Touched in the wave*: of the file-backed pages, those the process accessed during the first wave (their accessed bits cleared through /proc/PID/clear_refs before it, the Referenced pages of its file mappings in /proc/PID/smaps after it); the rest stay mapped, clean page cache the kernel can take back under pressure.\n\n")
-		p("| target | idle: anonymous / file-backed | peak: anonymous / file-backed | file-backed touched in the wave | peak stacks |\n|---|---:|---:|---:|---:|\n")
+			"*Touched in the wave*: of the file-backed pages, those the process accessed during the first wave (their accessed bits cleared through /proc/PID/clear_refs before it, the Referenced pages of its file mappings in /proc/PID/smaps after it); the rest stay mapped, clean page cache the kernel can take back under pressure. " +
+			"*Mapped huge*: of the file-backed pages after the wave, those mapped as whole 2 MiB folios (FilePmdMapped): how a binary entered the page cache changes its file-backed RSS by about 10 MB for the same work (docs/BENCHMARK.md, eighth round).\n\n")
+		p("| target | idle: anonymous / file-backed | peak: anonymous / file-backed | file-backed touched in the wave | mapped huge | peak stacks |\n|---|---:|---:|---:|---:|---:|\n")
 		for _, ss := range s.Streams {
-			p("| %s | %s / %s | %s / %s | %s | %s |\n", ss.Target, fmtNum(ss.IdleAnon, "%.1f MB"), fmtNum(ss.IdleFile, "%.1f MB"), fmtNum(ss.PeakAnon, "%.1f MB"), fmtNum(ss.PeakFile, "%.1f MB"), fmtNum(ss.FileTouched, "%.1f MB"), fmtNum(ss.PeakStack, "%.1f MB"))
+			p("| %s | %s / %s | %s / %s | %s | %s | %s |\n", ss.Target, fmtNum(ss.IdleAnon, "%.1f MB"), fmtNum(ss.IdleFile, "%.1f MB"), fmtNum(ss.PeakAnon, "%.1f MB"), fmtNum(ss.PeakFile, "%.1f MB"), fmtNum(ss.FileTouched, "%.1f MB"), fmtNum(ss.FileHuge, "%.1f MB"), fmtNum(ss.PeakStack, "%.1f MB"))
 		}
 	}
 	p("\n\n## Usage ledger\n\nAfter each round every gateway was stopped (SIGTERM) and its SQLite ledger opened with gateway/usage: one final record per request sent, every one a success.\n\n")
@@ -228,7 +229,12 @@ func markdown(rep *Report) string {
 	}
 	p("| open loop | %s req/s, %.1f s each, workloads %s |\n", strings.Join(rates, ", "), st.OpenSeconds, strings.Join(st.OpenWorkloads, ", "))
 	p("| streams | %d, %s, %d pieces %d ms apart, opened at %g/s; settle up to %.0f s |\n", st.Streams, st.StreamProto, st.StreamChunks, st.StreamDelayMs, st.StreamRamp, st.SettleSeconds)
-	p("| mock answer | %d content pieces, no delay |\n| llmgw log level | %s |\n\n", st.MockChunks, st.GatewayLogLevel)
+	p("| mock answer | %d content pieces, no delay |\n| llmgw log level | %s |\n", st.MockChunks, st.GatewayLogLevel)
+	binaries := "the files given (-fresh-binaries=false, or a report before the option)"
+	if st.FreshBinaries {
+		binaries = "copies written at the start of the run (the state a node has right after pulling an image), whatever read the originals before"
+	}
+	p("| targets' binaries | %s |\n\n", binaries)
 
 	p("## Load average per phase\n\n| round | phase | load at start | load at end | seconds |\n|---:|---|---|---|---:|\n")
 	for _, r := range rep.Rounds {

@@ -143,6 +143,10 @@ type StreamRow struct {
 	// cleared before the wave (touched.go). 0: not measured (reports
 	// before 2026-12-02, or clear_refs refused).
 	WaveFileTouched float64 `json:"wave_file_touched_mb,omitempty"`
+	// WaveFileHuge is how much of the file-backed RSS was mapped by huge
+	// entries after wave 1 (FilePmdMapped; stage.go). Measured where
+	// WaveFileTouched is (reports from 2026-12-04's eighth round on).
+	WaveFileHuge float64 `json:"wave_file_huge_mb,omitempty"`
 	// Wave2PeakRSS is the same through wave 2 (0 without one).
 	Wave2PeakRSS float64 `json:"wave2_peak_rss_mb"`
 	AfterRSS     float64 `json:"after_rss_mb"` // after the last wave closed and goroutines settled

@@ -61,7 +61,7 @@ func (b *bench) streamsPhase(ctx context.Context, t *target) {
 		if n, err := p.fileTouched(); err != nil {
 			fmt.Fprintf(os.Stderr, "gwbench: streams %s: file pages touched not measured: %v\n", t.spec.Name, err)
 		} else {
-			row.WaveFileTouched = float64(n) / mb
+			row.WaveFileTouched, row.WaveFileHuge = float64(n.referenced)/mb, float64(n.huge)/mb
 		}
 	}
 	row.Samples, row.MaxOpen = wave.samples, wave.maxOpen

@@ -114,7 +114,8 @@ type StreamSummary struct {
 	PeakFile Num `json:"peak_file_rss_mb"`
 	// FileTouched: of the file-backed pages, those wave 1 accessed.
 	FileTouched Num      `json:"wave_file_touched_mb"`
-	PeakStack   Num      `json:"peak_stack_mb"` // of the anonymous: goroutine stacks, most through wave 1
+	FileHuge    Num      `json:"wave_file_huge_mb"` // of the file-backed: mapped huge after wave 1 (FilePmdMapped)
+	PeakStack   Num      `json:"peak_stack_mb"`     // of the anonymous: goroutine stacks, most through wave 1
 	AfterRSS    Num      `json:"after_rss_mb"`
 	IdleGor     Num      `json:"idle_goroutines"`
 	PeakGor     Num      `json:"peak_goroutines"`
@@ -301,6 +302,7 @@ func summarizeRounds(rounds []Round) Summary {
 			PeakFile:    medianOf(xs, measured(func(r StreamRow) (float64, float64) { s := peakSample(r); return s.FileMB, s.FileMB })),
 			PeakStack:   medianOf(xs, peakStack),
 			FileTouched: medianOf(xs, measured(func(r StreamRow) (float64, float64) { return r.WaveFileTouched, r.WaveFileTouched })),
+			FileHuge:    medianOf(xs, measured(func(r StreamRow) (float64, float64) { return r.WaveFileTouched, r.WaveFileHuge })),
 		}
 		for _, r := range xs {
 			ss.Errors += r.Errors

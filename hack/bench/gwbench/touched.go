@@ -26,33 +26,42 @@ func (p *proc) clearRefs() error {
 	return nil
 }
 
-// fileTouched is how many bytes of the process's file mappings were
-// accessed since clearRefs.
-func (p *proc) fileTouched() (uint64, error) {
+// fileMapped is what smaps says of a process's file mappings, in bytes.
+type fileMapped struct {
+	// referenced: accessed since clearRefs.
+	referenced uint64
+	// huge: mapped by huge (PMD) entries, whole 2 MiB folios of the page
+	// cache (stage.go says why that matters).
+	huge uint64
+}
+
+// fileTouched reads the process's file mappings after the load.
+func (p *proc) fileTouched() (fileMapped, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps", p.pid()))
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", p.name, err)
+		return fileMapped{}, fmt.Errorf("%s: %w", p.name, err)
 	}
 	defer f.Close()
 	n, err := fileReferenced(f)
 	if err != nil {
-		return 0, fmt.Errorf("%s: smaps: %w", p.name, err)
+		return fileMapped{}, fmt.Errorf("%s: smaps: %w", p.name, err)
 	}
 	return n, nil
 }
 
-// fileReferenced sums the Referenced bytes of the mappings in an smaps
-// listing that map a file: a path that is not a pseudo-mapping ([heap],
-// [stack], [vdso], ...). RssFile counts the same mappings.
-func fileReferenced(r io.Reader) (uint64, error) {
+// fileReferenced sums the Referenced and huge-mapped bytes of the mappings
+// in an smaps listing that map a file: a path that is not a pseudo-mapping
+// ([heap], [stack], [vdso], ...). RssFile counts the same mappings.
+func fileReferenced(r io.Reader) (fileMapped, error) {
 	maps, err := residency.ParseSmaps(r)
 	if err != nil {
-		return 0, err
+		return fileMapped{}, err
 	}
-	var total uint64
+	var total fileMapped
 	for _, m := range maps {
 		if strings.HasPrefix(m.Path, "/") {
-			total += m.Referenced
+			total.referenced += m.Referenced
+			total.huge += m.FilePmdMapped
 		}
 	}
 	return total, nil

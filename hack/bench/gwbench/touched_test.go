@@ -11,6 +11,7 @@ Size:              22528 kB
 Rss:               17000 kB
 Referenced:         6000 kB
 Anonymous:             0 kB
+FilePmdMapped:      4096 kB
 `
 	const heap = `c000000000-c004000000 rw-p 00000000 00:00 0
 Size:              65536 kB
@@ -25,14 +26,15 @@ Referenced:           32 kB
 	tests := []struct {
 		name    string
 		in      string
-		want    uint64
+		want    fileMapped
 		wantErr bool
 	}{
-		{"binary only", binary, 6000 * 1024, false},
-		{"anonymous and pseudo mappings are left out", heap + named, 0, false},
-		{"every file mapping counts", binary + heap + shm + named, (6000 + 32) * 1024, false},
-		{"empty", "", 0, false},
-		{"a malformed Referenced line is an error", "00400000-00401000 r-xp 0 0 0 /bin/x\nReferenced: lots\n", 0, true},
+		{"binary only", binary, fileMapped{6000 * 1024, 4096 * 1024}, false},
+		{"anonymous and pseudo mappings are left out", heap + named, fileMapped{}, false},
+		{"every file mapping counts", binary + heap + shm + named, fileMapped{(6000 + 32) * 1024, 4096 * 1024}, false},
+		{"empty", "", fileMapped{}, false},
+		{"a malformed Referenced line is an error", "00400000-00401000 r-xp 0 0 0 /bin/x\nReferenced: lots\n", fileMapped{}, true},
+		{"a malformed FilePmdMapped line is an error", "00400000-00401000 r-xp 0 0 0 /bin/x\nFilePmdMapped: 2M kB\n", fileMapped{}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,7 +43,7 @@ Referenced:           32 kB
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
 			}
 			if got != tt.want {
-				t.Fatalf("got %d, want %d", got, tt.want)
+				t.Fatalf("got %+v, want %+v", got, tt.want)
 			}
 		})
 	}
