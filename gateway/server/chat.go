@@ -324,9 +324,10 @@ func (x *exchange) addLogAttrs(r *slog.Record, status string, httpStatus int) {
 }
 
 // detached is a context for work the request needs done even if its client
-// hangs up (the record, the quota store), bounded by d instead.
+// hangs up (the record, the quota store), bounded by d instead; its timer
+// starts only if the work waits on it (detachedCtx).
 func (x *exchange) detached(d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(x.r.Context()), d)
+	return detachedTimeout(x.r.Context(), d)
 }
 
 // persistBegin asks for the in_progress row to be written now rather than at

@@ -2,6 +2,7 @@ package usage
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -359,5 +361,47 @@ func TestLineSizeHoldsTheLine(t *testing.T) {
 		if n, size := len(appendLine(nil, o)), lineSize(o); n > size {
 			t.Errorf("case %d: line of %d bytes, lineSize %d", i, n, size)
 		}
+	}
+}
+
+// doneCounter counts the calls of Done: a context that starts a timer only
+// then (the gateway's detached one) starts none if nobody calls it.
+type doneCounter struct {
+	context.Context
+	calls atomic.Int32
+}
+
+func (c *doneCounter) Done() <-chan struct{} {
+	c.calls.Add(1)
+	return c.Context.Done()
+}
+
+// A journaled Finish with room in the queue neither waits nor asks its
+// context for Done; a Finish that waits for its row does.
+func TestFinishAsksForDoneOnlyWhenItWaits(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		opts     Options
+		wantDone bool
+	}{
+		{"journaled", finishJournalOpts(), false},
+		{"waits for its row", Options{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := openAt(t, dbPath(t), tc.opts)
+			id := NewRequestID()
+			created := time.Now().Truncate(time.Microsecond)
+			l.Begin(Record{RequestID: id, KeyID: "key-a", CreatedAt: created})
+			rec := finalRecord(id, "key-a")
+			rec.CreatedAt = created
+			ctx := &doneCounter{Context: ctxT(t)}
+			if err := l.Finish(ctx, rec); err != nil {
+				t.Fatal(err)
+			}
+			if got := ctx.calls.Load() > 0; got != tc.wantDone {
+				t.Fatalf("Done called %d times; want calls %v", ctx.calls.Load(), tc.wantDone)
+			}
+			wantSuccessCreatedAt(t, l, id, created)
+		})
 	}
 }

@@ -228,6 +228,13 @@ func (l *Ledger) enqueue(ctx context.Context, o *op) error {
 	if err := ctx.Err(); err != nil {
 		return err // select would pick at random between a ready send and a done ctx
 	}
+	// Room in the queue, the usual case: ctx's Done is not asked for, so a
+	// context that starts its timer only then (the gateway's) starts none.
+	select {
+	case l.q <- o:
+		return nil
+	default:
+	}
 	select {
 	case l.q <- o:
 		return nil
