@@ -279,8 +279,10 @@ func (x *exchange) finalize(status string, httpStatus int) {
 	x.rec.LatencyMs = x.rec.FinishedAt.Sub(x.start).Milliseconds()
 	x.priceRecord()
 	x.settleQuota()
-	// The client may be gone; the record must still be written.
-	ctx, cancel := x.detached(10 * time.Second)
+	// The client may be gone; the record must still be written. The ledger
+	// only selects on the bound's Done, and only when it has to wait, so the
+	// bound is one whose timer starts then (detachedCtx).
+	ctx, cancel := detachedTimeout(x.r.Context(), 10*time.Second)
 	defer cancel()
 	if err := x.s.ledger.Finish(ctx, x.rec); err != nil {
 		x.s.log.Error("usage record not finalized", "request_id", x.rec.RequestID, "err", err)
@@ -324,10 +326,9 @@ func (x *exchange) addLogAttrs(r *slog.Record, status string, httpStatus int) {
 }
 
 // detached is a context for work the request needs done even if its client
-// hangs up (the record, the quota store), bounded by d instead; its timer
-// starts only if the work waits on it (detachedCtx).
+// hangs up (the begin's insert, the quota store), bounded by d instead.
 func (x *exchange) detached(d time.Duration) (context.Context, context.CancelFunc) {
-	return detachedTimeout(x.r.Context(), d)
+	return context.WithTimeout(context.WithoutCancel(x.r.Context()), d)
 }
 
 // persistBegin asks for the in_progress row to be written now rather than at

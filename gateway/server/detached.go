@@ -14,6 +14,12 @@ import (
 // about 1 % of a stream's instructions (docs/BENCHMARK.md, "eighth round").
 // Err, Deadline and Value behave as they would on the eager context; Done
 // closes at the same deadline, whenever it is first called.
+//
+// It is for a consumer that only selects on Done. A context derived from it
+// works (TestDetachedCtxEndsItsChildren) but costs a goroutine, the context
+// package's way of following a parent that is not its own; so the calls
+// that make requests of their own (a shared quota store) keep
+// context.WithTimeout (exchange.detached).
 type detachedCtx struct {
 	parent   context.Context // for Value only: its cancellation does not reach here
 	deadline time.Time
