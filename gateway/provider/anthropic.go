@@ -68,17 +68,21 @@ type antResponse struct {
 }
 
 type antEvent struct {
-	Type    string `json:"type"`
-	Message *struct {
-		Usage *antUsage `json:"usage"`
-	} `json:"message"`
-	ContentBlock *struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content_block"`
-	Delta *antEventDelta `json:"delta"`
-	Usage *antUsage      `json:"usage"`
-	Error *errorDetail   `json:"error"`
+	Type         string           `json:"type"`
+	Message      *antEventMessage `json:"message"`
+	ContentBlock *antContentBlock `json:"content_block"`
+	Delta        *antEventDelta   `json:"delta"`
+	Usage        *antUsage        `json:"usage"`
+	Error        *errorDetail     `json:"error"`
+}
+
+type antEventMessage struct {
+	Usage *antUsage `json:"usage"`
+}
+
+type antContentBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
 }
 
 type antEventDelta struct {

@@ -384,6 +384,20 @@ func (r *fastReader) strOf(dst *string, known []string) bool {
 	return true
 }
 
+// integerOrNull reads a plain decimal integer, or null as a nil pointer.
+func (r *fastReader) integerOrNull(dst **int) bool {
+	if r.peek() == 'n' {
+		*dst = nil
+		return r.literal("null")
+	}
+	n := new(int)
+	if !r.integer(n) {
+		return false
+	}
+	*dst = n
+	return true
+}
+
 // integer reads a plain decimal integer or null (as 0).
 func (r *fastReader) integer(dst *int) bool {
 	v, ok := r.value()

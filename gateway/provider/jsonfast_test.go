@@ -13,6 +13,12 @@ var (
 		`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" word \"quoted\"\n\u00e9\ud83d\ude00"},"finish_reason":null}]}`,
 		`{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}`,
 		`{"id":"c","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":1}}}`,
+		// usage as OpenAI sends it today, with counts the gateway does not read
+		`{"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":19,"completion_tokens":10,"total_tokens":29,` +
+			`"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,` +
+			`"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}`,
+		`{"choices":[],"usage":{"prompt_tokens":null,"completion_tokens":-0,"prompt_tokens_details":null,"completion_tokens_details":{}}}`,
+		`{"choices":[],"usage":{}}`,
 		`{"choices":[{"index":1,"delta":{"content":"second"}},{"index":0,"delta":null,"finish_reason":null}]}`,
 		`{"error":{"message":"overloaded","type":"server_error","code":null}}`,
 		` { "choices" : null , "x" : [1, {"y": "z"}] } `,
@@ -27,6 +33,17 @@ var (
 		`{"choices":[{"index":"0","delta":{"content":"a"}}]}`,            // a string index
 		`{"choices":[{"index":1.0,"delta":{"content":"a"}}]}`,
 		`{"choices":[null]}`,
+		`{"usage":{"prompt_tokens":1,"prompt_tokens":2}}`, // repeated member within usage
+		`{"usage":{"prompt_tokens_details":{"cached_tokens":1},"prompt_tokens_details":{"x":0}}}`,
+		`{"usage":{"completion_tokens_details":{"reasoning_tokens":1,"reasoning_tokens":2}}}`,
+		`{"usage":{"pr\u006fmpt_tokens":3}}`,
+		`{"usage":{"prompt_tokens":1.5}}`,
+		`{"usage":{"prompt_tokens":"3"}}`,
+		`{"usage":{"prompt_tokens":99999999999999999999}}`,
+		`{"usage":{"prompt_tokens_details":[]}}`,
+		`{"usage":{"completion_tokens_details":{"reasoning_tokens":true}}}`,
+		`{"usage":[]}`,
+		`{"usage":{"prompt_tokens":1}`,
 		`{"choices":[{"delta":{"content":7}}]}`,
 		"{\"choices\":[{\"delta\":{\"content\":\"\xff\"}}]}", // invalid UTF-8
 		`{"choices":[]} {}`,
@@ -131,11 +148,39 @@ var (
 		`{"type":"ping"}`,
 		`{"type":"content_block_stop","index":0,"delta":null}`,
 		`{"delta":{"text":"no type"},"x":[1,{"y":null}]}`,
+		`{"type":"message_start","message":{"usage":{"input_tokens":5}}}`,
+		`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,` +
+			`"stop_sequence":null,"usage":{"input_tokens":25,"cache_creation_input_tokens":3,"cache_read_input_tokens":4,"output_tokens":1,` +
+			`"service_tier":"standard"}}}`,
+		`{"type":"message_start","message":null}`,
+		`{"type":"message_start","message":{"usage":null}}`,
+		`{"type":"message_start","message":{}}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}`,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":null,"output_tokens":17,` +
+			`"cache_read_input_tokens":null}}`,
+		`{"type":"message_delta","usage":{"output_tokens":1,"output_tokens":2,"input_tokens":3,"input_tokens":null}}`,
+		`{"type":"message_delta","usage":null}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"a"}}`,
+		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}`,
+		`{"type":"content_block_start","content_block":{"type":"text","text":null,"type":"other"}}`,
+		`{"type":"content_block_start","content_block":null}`,
 	}
 	antLeft = []string{
-		`{"type":"message_start","message":{"usage":{"input_tokens":5}}}`,
-		`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}`,
-		`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"a"}}`,
+		`{"type":"message_start","message":{"usage":{"input_tokens":5},"usage":{"output_tokens":1}}}`, // repeated object: merged
+		`{"type":"message_start","message":{"usage":{"input_tokens":5}},"message":{}}`,
+		`{"type":"message_delta","usage":{"output_tokens":1},"usage":{"input_tokens":2}}`,
+		`{"type":"content_block_start","content_block":{"type":"text"},"content_block":{"text":"a"}}`,
+		`{"type":"message_start","message":{"usage":{"input_tokens":"5"}}}`,
+		`{"type":"message_start","message":{"usage":{"input_tokens":5.0}}}`,
+		`{"type":"message_start","message":{"usage":{"cache_read_input_tokens":-1e3}}}`,
+		`{"type":"message_start","message":{"usage":[]}}`,
+		`{"type":"message_start","message":[]}`,
+		`{"type":"message_start","message":{"us\u0061ge":{"input_tokens":5}}}`,
+		`{"type":"message_delta","usage":{"output_tokens":99999999999999999999}}`,
+		`{"type":"content_block_start","content_block":{"type":"text","text":7}}`,
+		"{\"type\":\"content_block_start\",\"content_block\":{\"type\":\"text\",\"text\":\"\xff\"}}", // invalid UTF-8
+		`{"type":"content_block_start","content_block":"text"}`,
 		`{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`,
 		`{"type":"content_block_delta","delta":{"text":"a"},"delta":{"type":"text_delta"}}`, // repeated member
 		`{"type":"content_block_delta","d\u0065lta":{"text":"a"}}`,                          // escaped name

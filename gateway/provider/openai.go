@@ -31,14 +31,18 @@ type oaiStreamOption struct {
 }
 
 type oaiUsage struct {
-	PromptTokens        int `json:"prompt_tokens"`
-	CompletionTokens    int `json:"completion_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens int `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-	CompletionTokensDetails *struct {
-		ReasoningTokens int `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
+	PromptTokens            int                   `json:"prompt_tokens"`
+	CompletionTokens        int                   `json:"completion_tokens"`
+	PromptTokensDetails     *oaiPromptDetails     `json:"prompt_tokens_details"`
+	CompletionTokensDetails *oaiCompletionDetails `json:"completion_tokens_details"`
+}
+
+type oaiPromptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+type oaiCompletionDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
 }
 
 // usage reads the protocol's counts; the details objects are optional

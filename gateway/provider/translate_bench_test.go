@@ -63,18 +63,26 @@ func BenchmarkDecodeCompletion(b *testing.B) {
 // relaying a stream (the SSE framing is BenchmarkParse in ./sse).
 func BenchmarkDecodeChunk(b *testing.B) {
 	oai := []byte(`{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":" word"},"finish_reason":null}]}`)
+	// The last event of a stream, once a stream: usage as OpenAI sends it.
+	oaiUsage := []byte(`{"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":19,"completion_tokens":10,"total_tokens":29,` +
+		`"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0}}}`)
 	ant := []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" word"}}`)
-	b.Run("openai", func(b *testing.B) {
-		var d oaiDecoder
-		var q queue
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, e := d.decode(nil, oai, &q); e != nil {
-				b.Fatal(e)
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{{"openai", oai}, {"openai-usage", oaiUsage}} {
+		b.Run(c.name, func(b *testing.B) {
+			var d oaiDecoder
+			var q queue
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, e := d.decode(nil, c.data, &q); e != nil {
+					b.Fatal(e)
+				}
+				q.pop()
 			}
-			q.pop()
-		}
-	})
+		})
+	}
 	// The struct decoder alone, as every chunk was read before fastReader
 	// (and as a chunk the fast reader leaves to it still is).
 	b.Run("openai-struct", func(b *testing.B) {
@@ -87,18 +95,28 @@ func BenchmarkDecodeChunk(b *testing.B) {
 			}
 		}
 	})
-	b.Run("anthropic", func(b *testing.B) {
-		var d antDecoder
-		var q queue
-		typ := []byte("content_block_delta")
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, e := d.decode(typ, ant, &q); e != nil {
-				b.Fatal(e)
+	// A stream's first and last events, once a stream each, as the beta mock
+	// sends them.
+	antStart := []byte(`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"beta-large",` +
+		`"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"output_tokens":1}}}`)
+	antEnd := []byte(`{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":14}}`)
+	for _, c := range []struct {
+		name, typ string
+		data      []byte
+	}{{"anthropic", "content_block_delta", ant}, {"anthropic-start", "message_start", antStart}, {"anthropic-usage", "message_delta", antEnd}} {
+		b.Run(c.name, func(b *testing.B) {
+			var d antDecoder
+			var q queue
+			typ := []byte(c.typ)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, e := d.decode(typ, c.data, &q); e != nil {
+					b.Fatal(e)
+				}
+				q.pop()
 			}
-			q.pop()
-		}
-	})
+		})
+	}
 	b.Run("anthropic-struct", func(b *testing.B) {
 		var e antEvent
 		b.ReportAllocs()
