@@ -136,7 +136,7 @@ func (x *exchange) admitChat(inflight int64) bool {
 	}
 	key, aerr := s.authenticate(st, x.r)
 	if key != nil {
-		x.rec.KeyID, x.rec.KeyFingerprint = key.ID, keyformat.Fingerprint(key.Hash)
+		x.rec.KeyID, x.rec.KeyFingerprint = key.ID, st.fingerprint(key)
 	}
 	x.begin()
 	if aerr != nil {

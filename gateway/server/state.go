@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmgw/llmgw/api/keyformat"
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/gateway/provider"
 )
@@ -35,6 +36,21 @@ type state struct {
 	// port only: it names Secrets and files). Routes to them are passed over;
 	// everything else in the snapshot is served.
 	unavailable map[string]string
+	// fingerprints caches fingerprint's answers, by key (the only thing in
+	// a state that changes after it is published; bounded by the keys).
+	fingerprints sync.Map
+}
+
+// fingerprint is keyformat.Fingerprint(k.Hash), computed once per key and
+// state: every request's record carries it, and its SHA-256 was about 1 %
+// of a stream's instructions (docs/BENCHMARK.md, ninth round).
+func (st *state) fingerprint(k *snapshot.Key) string {
+	if fp, ok := st.fingerprints.Load(k); ok {
+		return fp.(string)
+	}
+	fp := keyformat.Fingerprint(k.Hash)
+	st.fingerprints.Store(k, fp)
+	return fp
 }
 
 // adapterCache keeps adapters (and so their connection pools) across reloads
