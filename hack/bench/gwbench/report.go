@@ -168,7 +168,8 @@ func markdown(rep *Report) string {
 	p("\n## %d concurrent slow streams (%s, %d pieces %d ms apart, opened at %g a second)\n\n", st.Streams, st.StreamProto, st.StreamChunks, st.StreamDelayMs, st.StreamRamp)
 	p("RSS is the target process's. For direct that is mock %s, which also serves the other targets' streams (the order rotates each round), so direct's memory figures say how the mock grew, not what one wave costs. *start*: right after startup; *idle*: after the warm-up, before the streams; *peak*: max of VmHWM and VmRSS sampled every 50 ms, through the first wave of streams; "+
 		"*after*: once the last wave closed and goroutines settled (Go returns freed memory to the OS lazily, so RSS is reported, not judged). "+
-		"Goroutines and heap in use come from the target's /metrics, read after two GCs forced through /debug/pprof/heap?gc=1 where served. "+
+		"Goroutines and heap in use come from the target's /metrics; after each wave they are read after two GCs forced through /debug/pprof/heap?gc=1 where served, at idle without a forced GC (heap in use idle includes garbage). "+
+		"RSS is always read before any forced GC: the heap profile that forces it maps more of the binary (its symbol tables) and leaves garbage, which would be the instrument's memory, not the target's; idle and wave 1 therefore see no heap profile at all. "+
 		"Where they exist a second, identical wave of streams follows the first. *Back to idle*: after each wave, goroutines less two per pooled upstream connection "+
 		"(the target's HTTP client keeps up to 256 per host for reuse) within %d of idle; and the heap in use after wave 2 within %.1f MB of where wave 1 left it, "+
 		"so what stays is bounded (pooled connections, grown tables) and nothing grows per stream. MB = 10^6 bytes.\n\n", st.StreamProto, goroutineSlack, heapSlackMB(st.Streams))

@@ -155,7 +155,8 @@ type StreamRow struct {
 	PeakGor      int     `json:"peak_goroutines"`
 	AfterGor     int     `json:"after_goroutines"` // after wave 1
 	Wave2Gor     int     `json:"after_wave2_goroutines"`
-	// Heap in use (after a forced GC where the target serves /debug/pprof).
+	// Heap in use: idle as it is (no forced GC, procState), after each
+	// wave after a forced GC where the target serves /debug/pprof.
 	IdleHeap  float64 `json:"idle_heap_inuse_mb"`
 	AfterHeap float64 `json:"after_heap_inuse_mb"` // after wave 1
 	Wave2Heap float64 `json:"after_wave2_heap_inuse_mb"`
