@@ -72,72 +72,51 @@ func (r *fastReader) antDelta(e *antEvent, scratch *antEventDelta) bool {
 // antMessage reads message_start's message: only its usage matters. A
 // repeated usage is the struct decoder's (it merges the two).
 func (r *fastReader) antMessage(dst **antEventMessage) bool {
-	if r.peek() == 'n' {
-		*dst = nil
-		return r.literal("null")
-	}
-	m := new(antEventMessage)
-	seen := false
-	ok := r.open('{') && r.members(func(name jsontext.Value) bool {
-		if string(name) != `"usage"` {
-			return r.skip(name)
-		}
-		if seen {
-			return false
-		}
-		seen = true
-		return r.antUsage(&m.Usage)
-	}) && r.close('}')
-	if ok {
-		*dst = m
-	}
-	return ok
+	return nullable(r, dst, func(m *antEventMessage) bool {
+		seen := false
+		return r.object(func(name jsontext.Value) bool {
+			if string(name) != `"usage"` {
+				return r.skip(name)
+			}
+			if seen {
+				return false
+			}
+			seen = true
+			return r.antUsage(&m.Usage)
+		})
+	})
 }
 
 // antBlock reads content_block_start's block. A repeated member of a block
 // or of a usage is a plain value the struct decoder overwrites, as these do.
 func (r *fastReader) antBlock(dst **antContentBlock) bool {
-	if r.peek() == 'n' {
-		*dst = nil
-		return r.literal("null")
-	}
-	b := new(antContentBlock)
-	ok := r.object(func(name jsontext.Value) bool {
-		switch string(name) {
-		case `"type"`:
-			return r.strOf(&b.Type, antBlockTypes)
-		case `"text"`:
-			return r.str(&b.Text)
-		}
-		return r.skip(name)
+	return nullable(r, dst, func(b *antContentBlock) bool {
+		return r.object(func(name jsontext.Value) bool {
+			switch string(name) {
+			case `"type"`:
+				return r.strOf(&b.Type, antBlockTypes)
+			case `"text"`:
+				return r.str(&b.Text)
+			}
+			return r.skip(name)
+		})
 	})
-	if ok {
-		*dst = b
-	}
-	return ok
 }
 
 func (r *fastReader) antUsage(dst **antUsage) bool {
-	if r.peek() == 'n' {
-		*dst = nil
-		return r.literal("null")
-	}
-	u := new(antUsage)
-	ok := r.object(func(name jsontext.Value) bool {
-		switch string(name) {
-		case `"input_tokens"`:
-			return r.integerOrNull(&u.InputTokens)
-		case `"output_tokens"`:
-			return r.integerOrNull(&u.OutputTokens)
-		case `"cache_creation_input_tokens"`:
-			return r.integer(&u.CacheCreationInputTokens)
-		case `"cache_read_input_tokens"`:
-			return r.integer(&u.CacheReadInputTokens)
-		}
-		return r.skip(name)
+	return nullable(r, dst, func(u *antUsage) bool {
+		return r.object(func(name jsontext.Value) bool {
+			switch string(name) {
+			case `"input_tokens"`:
+				return r.integerOrNull(&u.InputTokens)
+			case `"output_tokens"`:
+				return r.integerOrNull(&u.OutputTokens)
+			case `"cache_creation_input_tokens"`:
+				return r.integer(&u.CacheCreationInputTokens)
+			case `"cache_read_input_tokens"`:
+				return r.integer(&u.CacheReadInputTokens)
+			}
+			return r.skip(name)
+		})
 	})
-	if ok {
-		*dst = u
-	}
-	return ok
 }

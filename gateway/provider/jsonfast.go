@@ -384,18 +384,38 @@ func (r *fastReader) strOf(dst *string, known []string) bool {
 	return true
 }
 
-// integerOrNull reads a plain decimal integer, or null as a nil pointer.
-func (r *fastReader) integerOrNull(dst **int) bool {
+// nullable reads null as a nil *dst, or a value into a new T with read,
+// which *dst then points to: what the struct decoder does with a pointer.
+func nullable[T any](r *fastReader, dst **T, read func(*T) bool) bool {
 	if r.peek() == 'n' {
 		*dst = nil
 		return r.literal("null")
 	}
-	n := new(int)
-	if !r.integer(n) {
+	v := new(T)
+	if !read(v) {
 		return false
 	}
-	*dst = n
+	*dst = v
 	return true
+}
+
+// integerOrNull reads a plain decimal integer, or null as a nil pointer.
+func (r *fastReader) integerOrNull(dst **int) bool { return nullable(r, dst, r.integer) }
+
+// soleCount reads an object in which only the integer member key matters;
+// a repeated key is left to the struct decoder.
+func (r *fastReader) soleCount(key string, n *int) bool {
+	seen := false
+	return r.object(func(name jsontext.Value) bool {
+		if string(name) != key {
+			return r.skip(name)
+		}
+		if seen {
+			return false
+		}
+		seen = true
+		return r.integer(n)
+	})
 }
 
 // integer reads a plain decimal integer or null (as 0).

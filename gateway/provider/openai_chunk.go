@@ -74,73 +74,40 @@ func (r *fastReader) oaiChoices(c *oaiChunk) bool {
 // struct decoder took longer for it than for all of a stream's other events
 // (BenchmarkDecodeChunk/openai-usage).
 func (r *fastReader) oaiUsage(dst **oaiUsage) bool {
-	if r.peek() == 'n' {
-		*dst = nil
-		return r.literal("null")
-	}
-	u := new(oaiUsage)
-	var seen [4]bool
-	ok := r.open('{') && r.members(func(name jsontext.Value) bool {
-		var i int
-		switch string(name) {
-		case `"prompt_tokens"`:
-			i = 0
-		case `"completion_tokens"`:
-			i = 1
-		case `"prompt_tokens_details"`:
-			i = 2
-		case `"completion_tokens_details"`:
-			i = 3
-		default:
-			return r.skip(name)
-		}
-		if seen[i] {
-			return false // the struct decoder merges a repeated object: its call
-		}
-		seen[i] = true
-		switch i {
-		case 0:
-			return r.integer(&u.PromptTokens)
-		case 1:
-			return r.integer(&u.CompletionTokens)
-		case 2:
-			var d oaiPromptDetails
-			present, ok := r.count(`"cached_tokens"`, &d.CachedTokens)
-			if present {
-				u.PromptTokensDetails = &d
+	return nullable(r, dst, func(u *oaiUsage) bool {
+		var seen [4]bool
+		return r.object(func(name jsontext.Value) bool {
+			var i int
+			switch string(name) {
+			case `"prompt_tokens"`:
+				i = 0
+			case `"completion_tokens"`:
+				i = 1
+			case `"prompt_tokens_details"`:
+				i = 2
+			case `"completion_tokens_details"`:
+				i = 3
+			default:
+				return r.skip(name)
 			}
-			return ok
-		default:
-			var d oaiCompletionDetails
-			present, ok := r.count(`"reasoning_tokens"`, &d.ReasoningTokens)
-			if present {
-				u.CompletionTokensDetails = &d
+			if seen[i] {
+				return false // the struct decoder merges a repeated object: its call
 			}
-			return ok
-		}
-	}) && r.close('}')
-	if ok {
-		*dst = u
-	}
-	return ok
-}
-
-// count reads an object holding the integer member key, or null; present
-// is whether it was an object (a pointer the struct decoder would set).
-func (r *fastReader) count(key string, n *int) (present, ok bool) {
-	if r.peek() == 'n' {
-		return false, r.literal("null")
-	}
-	seen := false
-	ok = r.open('{') && r.members(func(name jsontext.Value) bool {
-		if string(name) != key {
-			return r.skip(name)
-		}
-		if seen {
-			return false
-		}
-		seen = true
-		return r.integer(n)
-	}) && r.close('}')
-	return true, ok
+			seen[i] = true
+			switch i {
+			case 0:
+				return r.integer(&u.PromptTokens)
+			case 1:
+				return r.integer(&u.CompletionTokens)
+			case 2:
+				return nullable(r, &u.PromptTokensDetails, func(d *oaiPromptDetails) bool {
+					return r.soleCount(`"cached_tokens"`, &d.CachedTokens)
+				})
+			default:
+				return nullable(r, &u.CompletionTokensDetails, func(d *oaiCompletionDetails) bool {
+					return r.soleCount(`"reasoning_tokens"`, &d.ReasoningTokens)
+				})
+			}
+		})
+	})
 }
