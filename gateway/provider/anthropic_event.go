@@ -17,25 +17,20 @@ var antBlockTypes = []string{"text", "tool_use", "thinking"}
 // message_delta with usage) each took the struct decoder longer than all
 // of its content_block_delta events together (BenchmarkDecodeChunk).
 func (r *fastReader) antEvent(data []byte, e *antEvent, scratch *antEventDelta) bool {
-	var seen [5]bool
+	var seen seenOnce
 	return r.event(data, func(name jsontext.Value) bool {
 		var ok bool
 		switch string(name) {
 		case `"type"`:
-			ok = !seen[0] && r.strOf(&e.Type, antEventTypes)
-			seen[0] = true
+			ok = seen.first(0) && r.strOf(&e.Type, antEventTypes)
 		case `"delta"`:
-			ok = !seen[1] && r.antDelta(e, scratch)
-			seen[1] = true
+			ok = seen.first(1) && r.antDelta(e, scratch)
 		case `"message"`:
-			ok = !seen[2] && r.antMessage(&e.Message)
-			seen[2] = true
+			ok = seen.first(2) && r.antMessage(&e.Message)
 		case `"content_block"`:
-			ok = !seen[3] && r.antBlock(&e.ContentBlock)
-			seen[3] = true
+			ok = seen.first(3) && r.antBlock(&e.ContentBlock)
 		case `"usage"`:
-			ok = !seen[4] && r.antUsage(&e.Usage)
-			seen[4] = true
+			ok = seen.first(4) && r.antUsage(&e.Usage)
 		case `"error"`:
 			ok = false
 		default:
@@ -73,16 +68,12 @@ func (r *fastReader) antDelta(e *antEvent, scratch *antEventDelta) bool {
 // repeated usage is the struct decoder's (it merges the two).
 func (r *fastReader) antMessage(dst **antEventMessage) bool {
 	return nullable(r, dst, func(m *antEventMessage) bool {
-		seen := false
+		var seen seenOnce
 		return r.object(func(name jsontext.Value) bool {
 			if string(name) != `"usage"` {
 				return r.skip(name)
 			}
-			if seen {
-				return false
-			}
-			seen = true
-			return r.antUsage(&m.Usage)
+			return seen.first(0) && r.antUsage(&m.Usage)
 		})
 	})
 }

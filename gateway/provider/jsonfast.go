@@ -402,19 +402,27 @@ func nullable[T any](r *fastReader, dst **T, read func(*T) bool) bool {
 // integerOrNull reads a plain decimal integer, or null as a nil pointer.
 func (r *fastReader) integerOrNull(dst **int) bool { return nullable(r, dst, r.integer) }
 
+// seenOnce marks which of an object's members (by the caller's index) were
+// read. A repeated one is left to the struct decoder, which merges a
+// repeated object and overwrites a repeated value.
+type seenOnce uint8
+
+// first reports whether member i comes for the first time, and marks it.
+func (s *seenOnce) first(i uint) bool {
+	ok := *s&(1<<i) == 0
+	*s |= 1 << i
+	return ok
+}
+
 // soleCount reads an object in which only the integer member key matters;
-// a repeated key is left to the struct decoder.
+// the others are skipped.
 func (r *fastReader) soleCount(key string, n *int) bool {
-	seen := false
+	var seen seenOnce
 	return r.object(func(name jsontext.Value) bool {
 		if string(name) != key {
 			return r.skip(name)
 		}
-		if seen {
-			return false
-		}
-		seen = true
-		return r.integer(n)
+		return seen.first(0) && r.integer(n)
 	})
 }
 

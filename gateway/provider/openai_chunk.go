@@ -5,19 +5,16 @@ import "github.com/go-json-experiment/json/jsontext"
 // oaiChunk reads an OpenAI stream chunk into c (jsonfast.go); false leaves
 // the chunk to the struct decoder.
 func (r *fastReader) oaiChunk(data []byte, c *oaiChunk) bool {
-	var seen [3]bool
+	var seen seenOnce
 	return r.event(data, func(name jsontext.Value) bool {
 		var ok bool
 		switch string(name) {
 		case `"choices"`:
-			ok = !seen[0] && r.oaiChoices(c)
-			seen[0] = true
+			ok = seen.first(0) && r.oaiChoices(c)
 		case `"usage"`:
-			ok = !seen[1] && r.oaiUsage(&c.Usage)
-			seen[1] = true
+			ok = seen.first(1) && r.oaiUsage(&c.Usage)
 		case `"error"`:
-			ok = !seen[2] && optional(r, &c.Error)
-			seen[2] = true
+			ok = seen.first(2) && optional(r, &c.Error)
 		default:
 			ok = r.skip(name)
 		}
@@ -75,39 +72,23 @@ func (r *fastReader) oaiChoices(c *oaiChunk) bool {
 // (BenchmarkDecodeChunk/openai-usage).
 func (r *fastReader) oaiUsage(dst **oaiUsage) bool {
 	return nullable(r, dst, func(u *oaiUsage) bool {
-		var seen [4]bool
+		var seen seenOnce
 		return r.object(func(name jsontext.Value) bool {
-			var i int
 			switch string(name) {
 			case `"prompt_tokens"`:
-				i = 0
+				return seen.first(0) && r.integer(&u.PromptTokens)
 			case `"completion_tokens"`:
-				i = 1
+				return seen.first(1) && r.integer(&u.CompletionTokens)
 			case `"prompt_tokens_details"`:
-				i = 2
-			case `"completion_tokens_details"`:
-				i = 3
-			default:
-				return r.skip(name)
-			}
-			if seen[i] {
-				return false // the struct decoder merges a repeated object: its call
-			}
-			seen[i] = true
-			switch i {
-			case 0:
-				return r.integer(&u.PromptTokens)
-			case 1:
-				return r.integer(&u.CompletionTokens)
-			case 2:
-				return nullable(r, &u.PromptTokensDetails, func(d *oaiPromptDetails) bool {
+				return seen.first(2) && nullable(r, &u.PromptTokensDetails, func(d *oaiPromptDetails) bool {
 					return r.soleCount(`"cached_tokens"`, &d.CachedTokens)
 				})
-			default:
-				return nullable(r, &u.CompletionTokensDetails, func(d *oaiCompletionDetails) bool {
+			case `"completion_tokens_details"`:
+				return seen.first(3) && nullable(r, &u.CompletionTokensDetails, func(d *oaiCompletionDetails) bool {
 					return r.soleCount(`"reasoning_tokens"`, &d.ReasoningTokens)
 				})
 			}
+			return r.skip(name)
 		})
 	})
 }
