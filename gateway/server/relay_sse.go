@@ -136,13 +136,13 @@ func (x *exchange) commit(sa *streamAttempt) *sseRelay {
 	arrived := x.elapsed() // the attempt's provider time ends here
 	x.rec.Provider, x.rec.ProviderModel = sa.route.Provider, sa.route.Model
 	rl := &sseRelay{x: x, sa: sa, enc: newChunkEncoder(x.rec.RequestID, x.start.Unix(), x.p.alias, x.p.includeUsage),
-		rc: http.NewResponseController(x.w), buf: getRelayBuf()}
+		rc: http.NewResponseController(x.w)}
 	x.waitBegun()
 	h := x.w.Header()
 	h["Content-Type"], h["Cache-Control"], h["X-Accel-Buffering"] = sseContentType, noCache, noBuffering
 	h.Set("X-Llmgw-Provider", sa.route.Provider)
 	x.w.WriteHeader(http.StatusOK)
-	rl.buf = rl.enc.role(rl.buf[:0])
+	rl.buf = rl.enc.role(rl.takeBuf())
 	if sa.first.Text != "" {
 		rl.buf = rl.enc.content(rl.buf, sa.first.Text)
 		rl.texts = append(rl.texts, sa.first.Text)
@@ -176,7 +176,7 @@ func (rl *sseRelay) pump(ctx context.Context) *failure {
 			ev, err := sa.stream.Next()
 			// Events that arrived together go out with one write and one
 			// flush; the first that would wait on the network ends the batch.
-			rl.buf = rl.buf[:0]
+			rl.buf = rl.takeBuf()
 			if err == nil {
 				idleTimer.Reset(idle) // once per read from the network, not per event
 			}
@@ -197,6 +197,7 @@ func (rl *sseRelay) pump(ctx context.Context) *failure {
 			if len(rl.texts) > 0 && !rl.send() {
 				break
 			}
+			rl.releaseBuf() // a batch without content: nothing to send
 			if err != nil {
 				if !errors.Is(err, io.EOF) {
 					upErr = err
@@ -237,7 +238,7 @@ func (rl *sseRelay) end(f *failure) {
 		x.canceled()
 		return
 	case f == nil:
-		rl.buf = rl.enc.finish(rl.buf[:0], finishReason(sa.finish))
+		rl.buf = rl.enc.finish(rl.takeBuf(), finishReason(sa.finish))
 		if x.p.includeUsage {
 			rl.buf = rl.enc.usage(rl.buf, usageOf(&x.rec))
 		}
@@ -248,7 +249,7 @@ func (rl *sseRelay) end(f *failure) {
 	default:
 		a := &failures[f.kind].after
 		x.settle(a)
-		rl.buf = appendErrorEvent(rl.buf[:0], &apiError{typ: a.typ, code: a.code, message: a.message}, x.rec.RequestID)
+		rl.buf = appendErrorEvent(rl.takeBuf(), &apiError{typ: a.typ, code: a.code, message: a.message}, x.rec.RequestID)
 	}
 	// The end (finish and usage chunks, or the error event) and [DONE] in
 	// one write, not flushed: net/http flushes the response once the
@@ -257,10 +258,12 @@ func (rl *sseRelay) end(f *failure) {
 	_, _ = x.w.Write(append(rl.buf, doneEvent...))
 }
 
-// send writes and flushes rl.buf; the texts in it (rl.texts) count once
-// they reached the client.
+// send writes and flushes rl.buf and gives the buffer back; the texts in it
+// (rl.texts) count once they reached the client.
 func (rl *sseRelay) send() bool {
-	if rl.writeErr = writeFlush(rl.x.w, rl.rc, rl.buf); rl.writeErr != nil {
+	rl.writeErr = writeFlush(rl.x.w, rl.rc, rl.buf)
+	rl.releaseBuf()
+	if rl.writeErr != nil {
 		return false
 	}
 	for _, t := range rl.texts {
@@ -277,8 +280,25 @@ func (rl *sseRelay) send() bool {
 func (rl *sseRelay) close() {
 	_ = rl.sa.stream.Close()
 	rl.sa.cancel(nil)
-	putRelayBuf(rl.buf)
-	rl.buf = nil
+	rl.releaseBuf()
+}
+
+// takeBuf returns the output buffer, empty, from the pool if the relay holds
+// none. A relay holds one only from an upstream read to its flush: a stream
+// waits for its next event with none (1 KiB less per open stream), and
+// net/http copies what it is given, so nothing refers to it after a write.
+func (rl *sseRelay) takeBuf() []byte {
+	if rl.buf == nil {
+		return getRelayBuf()
+	}
+	return rl.buf[:0]
+}
+
+func (rl *sseRelay) releaseBuf() {
+	if rl.buf != nil {
+		putRelayBuf(rl.buf)
+		rl.buf = nil
+	}
 }
 
 // relayBufs recycles the relays' output buffers: a stream's events are

@@ -93,6 +93,10 @@ func FuzzParse(f *testing.F) {
 				"whole":    NewReaderSize(bytes.NewReader(in), 4096, max),
 				"smallbuf": NewReaderSize(bytes.NewReader(in), 16, max),
 				"onebyte":  NewReaderSize(iotest.OneByteReader(bytes.NewReader(in)), 16, max),
+				// Reads of varied sizes, some filling the buffer and some
+				// leaving room, move the input between the small and the
+				// large buffer (128 B, small 16 B) at every point of a line.
+				"switching": NewReaderSize(&stutterReader{src: in}, 128, max),
 			}
 			for name, r := range readers {
 				got, err := collect(r)

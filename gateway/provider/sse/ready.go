@@ -13,7 +13,7 @@ func (r *Reader) Ready() bool {
 		return true
 	}
 	hasData := r.hasData
-	for _, b := range [2][]byte{r.rest, r.buffered()} {
+	for _, b := range [2][]byte{r.rest, r.in.buffered()} {
 		for len(b) > 0 {
 			i := bytes.IndexByte(b, '\n')
 			if i < 0 {
@@ -35,9 +35,4 @@ func (r *Reader) Ready() bool {
 		}
 	}
 	return false
-}
-
-func (r *Reader) buffered() []byte {
-	b, _ := r.br.Peek(r.br.Buffered())
-	return b
 }

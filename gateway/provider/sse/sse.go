@@ -10,7 +10,6 @@
 package sse
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -41,7 +40,7 @@ var bom = []byte("\xEF\xBB\xBF")
 
 // Reader parses events from an io.Reader. It is not safe for concurrent use.
 type Reader struct {
-	br      *bufio.Reader
+	in      readBuffer
 	max     int
 	line    []byte // assembles a line longer than br's buffer
 	rest    []byte // unparsed remainder of the current segment (bare-CR lines)
@@ -56,13 +55,14 @@ type Reader struct {
 
 // NewReader returns a Reader with a 4 KiB read buffer and DefaultMaxEventSize.
 func NewReader(r io.Reader) *Reader {
-	return NewReaderSize(r, 4096, DefaultMaxEventSize)
+	return NewReaderSize(r, defaultBufSize, DefaultMaxEventSize)
 }
 
 // NewReaderSize returns a Reader with the given read buffer size and maximum event
 // size (values below 16 are raised to 16). Lines longer than the buffer are
 // assembled in a separate, reused buffer, so the buffer size only trades memory
-// for copies.
+// for copies. A read that will probably wait for the source gets an eighth of
+// the buffer size (readBuffer).
 func NewReaderSize(r io.Reader, bufSize, maxEvent int) *Reader {
 	if bufSize < 16 {
 		bufSize = 16
@@ -70,7 +70,9 @@ func NewReaderSize(r io.Reader, bufSize, maxEvent int) *Reader {
 	if maxEvent < 16 {
 		maxEvent = 16
 	}
-	return &Reader{br: bufio.NewReaderSize(r, bufSize), max: maxEvent}
+	rd := &Reader{in: newReadBuffer(bufSize), max: maxEvent}
+	rd.in.reset(r)
+	return rd
 }
 
 // keepCap bounds the buffers Reset keeps, so a pooled Reader does not pin the
@@ -78,9 +80,10 @@ func NewReaderSize(r io.Reader, bufSize, maxEvent int) *Reader {
 const keepCap = 64 << 10
 
 // Reset discards all state and reads from rd, keeping the buffers so a pooled
-// Reader costs no allocations per stream.
+// Reader costs no allocations per stream (the large read buffer goes back to
+// its pool).
 func (r *Reader) Reset(rd io.Reader) {
-	r.br.Reset(rd)
+	r.in.reset(rd)
 	r.line = shrink(r.line)
 	r.rest = nil
 	r.typ = shrink(r.typ)
@@ -171,10 +174,10 @@ func (r *Reader) finish(partialLine bool) error {
 
 // readSegment returns input up to and including the next LF, or the final
 // unterminated bytes together with the read error. The fast path returns a
-// slice of bufio's buffer without copying.
+// slice of the read buffer without copying.
 func (r *Reader) readSegment() ([]byte, error) {
-	seg, err := r.br.ReadSlice('\n')
-	if err != bufio.ErrBufferFull {
+	seg, err := r.in.readSlice()
+	if err != errBufferFull {
 		if len(seg) > r.max+lineSlack {
 			return nil, ErrEventTooLarge
 		}
@@ -185,9 +188,9 @@ func (r *Reader) readSegment() ([]byte, error) {
 		if len(r.line) > r.max+lineSlack {
 			return nil, ErrEventTooLarge
 		}
-		seg, err = r.br.ReadSlice('\n')
+		seg, err = r.in.readSlice()
 		r.line = append(r.line, seg...)
-		if err != bufio.ErrBufferFull {
+		if err != errBufferFull {
 			if len(r.line) > r.max+lineSlack {
 				return nil, ErrEventTooLarge
 			}

@@ -1,0 +1,76 @@
+package server
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/gateway/provider"
+)
+
+// gatedStream yields its events; before each it reports that the relay is
+// waiting and blocks until released.
+type gatedStream struct {
+	events  []provider.Event
+	i       int
+	waiting chan struct{}
+	resume  chan struct{}
+}
+
+func (s *gatedStream) Next() (provider.Event, error) {
+	if s.i >= len(s.events) {
+		return provider.Event{}, io.EOF
+	}
+	s.waiting <- struct{}{}
+	<-s.resume
+	s.i++
+	return s.events[s.i-1], nil
+}
+
+func (s *gatedStream) Close() error { return nil }
+
+// A committed stream waits for its upstream's next event without an output
+// buffer (it takes one from the pool for each batch and gives it back once
+// flushed, or at once when the batch had no content), and what it sends is
+// unchanged.
+func TestRelayWaitsWithoutAnOutputBuffer(t *testing.T) {
+	events := []provider.Event{{Text: "two"}, {FinishReason: "stop"}, {Text: "three"}}
+	st := &gatedStream{events: events, waiting: make(chan struct{}), resume: make(chan struct{})}
+	w := httptest.NewRecorder()
+	x := &exchange{w: w, r: httptest.NewRequest("POST", "/v1/chat/completions", nil),
+		alias: &snapshot.Alias{Timeouts: snapshot.Timeouts{IdleMs: 60_000}}}
+	rl := &sseRelay{x: x, sa: &streamAttempt{stream: st, cancel: func(error) {}}, rc: http.NewResponseController(w),
+		enc: newChunkEncoder("req-1", 1, "chat", false)}
+	// What commit does last: the role and the first content, sent.
+	rl.buf = rl.enc.content(rl.enc.role(rl.takeBuf()), "one")
+	if !rl.send() {
+		t.Fatal(rl.writeErr)
+	}
+	done := make(chan *failure, 1)
+	go func() { done <- rl.pump(context.Background()) }()
+	for range events {
+		<-st.waiting
+		// The pump goroutine is blocked in Next, after its channel send: what
+		// it wrote before is visible here.
+		if rl.buf != nil {
+			t.Fatalf("waiting with an output buffer of %d B", cap(rl.buf))
+		}
+		st.resume <- struct{}{}
+	}
+	if f := <-done; f != nil {
+		t.Fatalf("pump: %+v", f)
+	}
+	if rl.buf != nil {
+		t.Fatal("the pump ended holding an output buffer")
+	}
+	body := w.Body.String()
+	for _, want := range []string{`"one"`, `"two"`, `"three"`} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("body %q lacks %s", body, want)
+		}
+	}
+}
