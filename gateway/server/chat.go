@@ -46,6 +46,7 @@ type exchange struct {
 	// persisted: the held Begin was asked to be written (persistBegin).
 	persisted bool
 	hold      *quotaHold    // the request's quota reservation (quota.go)
+	deadline  time.Time     // the alias's total deadline, from admission (deadline.go)
 	times     exchangeTimes // for the histograms (exchange_metrics.go)
 }
 
@@ -85,12 +86,11 @@ func (x *exchange) serve(inflight int64) {
 	if !x.admitChat(inflight) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(x.r.Context(), ms(x.alias.Timeouts.TotalMs))
-	defer cancel()
+	x.deadline = time.Now().Add(ms(x.alias.Timeouts.TotalMs)) // deadline.go
 	if x.p.stream {
-		x.relaySSE(ctx)
+		x.relaySSE(x.r.Context())
 	} else {
-		x.completeJSON(ctx)
+		x.completeJSON(x.r.Context())
 	}
 }
 

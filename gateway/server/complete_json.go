@@ -26,13 +26,15 @@ func (x *exchange) completeJSON(ctx context.Context) {
 
 // callJSON is one attempt, bounded by the alias's attempt timeout.
 func (x *exchange) callJSON(ctx context.Context, rt snapshot.Route) (*provider.Completion, *failure) {
-	actx, cancel := context.WithTimeoutCause(ctx, ms(x.alias.Timeouts.AttemptMs), errAttemptTimeout)
-	defer cancel() // after classify: the cause must still say why the attempt ended
+	actx, cancel, timer := x.attemptContext(ctx, ms(x.alias.Timeouts.AttemptMs), errAttemptTimeout)
+	// After classify: the cause must still say why the attempt ended.
+	defer cancel(nil)
+	defer timer.Stop()
 	req := x.p.req
 	req.Model = rt.Model
 	comp, err := x.st.adapters[rt.Provider].Complete(actx, &req)
 	if err != nil {
-		return nil, x.classify(ctx, actx, rt, err, false)
+		return nil, x.classify(actx, rt, err, false)
 	}
 	return comp, nil
 }

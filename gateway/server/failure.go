@@ -129,7 +129,7 @@ var failures = [numFailKinds]failureRow{
 // classify names an attempt's failure. The client going away explains any
 // failure; the attempt context's cancel cause names the gateway's own
 // timeouts, which the adapter only saw as a cancellation.
-func (x *exchange) classify(total, actx context.Context, rt snapshot.Route, err error, sent bool) *failure {
+func (x *exchange) classify(actx context.Context, rt snapshot.Route, err error, sent bool) *failure {
 	var pe *provider.Error
 	if !errors.As(err, &pe) {
 		pe = &provider.Error{Kind: provider.KindConnection, Message: "upstream call failed", Err: err}
@@ -138,9 +138,11 @@ func (x *exchange) classify(total, actx context.Context, rt snapshot.Route, err 
 	switch cause := context.Cause(actx); {
 	case x.r.Context().Err() != nil:
 		f.kind = failCanceled
-	case errors.Is(total.Err(), context.DeadlineExceeded):
+	case errors.Is(cause, context.DeadlineExceeded) || x.pastDeadline():
+		// The attempt's timer fired at the total deadline, or the
+		// provider's answer came after it, before the timer did.
 		f.kind = failDeadline
-		f.err = &provider.Error{Kind: provider.KindTimeout, Message: context.Cause(total).Error(), Err: err}
+		f.err = &provider.Error{Kind: provider.KindTimeout, Message: context.DeadlineExceeded.Error(), Err: err}
 	case errors.Is(cause, errAttemptTimeout), errors.Is(cause, errFirstChunkTimeout), errors.Is(cause, errIdleTimeout):
 		f.kind = failTimeout
 		f.err = &provider.Error{Kind: provider.KindTimeout, Message: cause.Error(), Err: err}

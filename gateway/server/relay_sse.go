@@ -59,22 +59,22 @@ type streamAttempt struct {
 // openStream calls one route and reads up to its first content event within
 // the attempt and first-chunk timeouts.
 func (x *exchange) openStream(ctx context.Context, rt snapshot.Route) (*streamAttempt, *failure) {
-	actx, cancel := context.WithCancelCause(ctx)
 	// For a stream both the attempt and the first-chunk timeout run from
 	// the start of the attempt to its first content, so one timer for the
-	// earlier of the two does (timers cost on every request).
+	// earlier of the two does (timers cost on every request); it stops at
+	// the total deadline too (deadline.go).
 	d, cause := ms(x.alias.Timeouts.AttemptMs), errAttemptTimeout
 	if f := ms(x.alias.Timeouts.FirstChunkMs); f < d {
 		d, cause = f, errFirstChunkTimeout
 	}
-	timer := time.AfterFunc(d, func() { cancel(cause) })
+	actx, cancel, timer := x.attemptContext(ctx, d, cause)
 	stopTimers := func() { timer.Stop() }
 	req := x.p.req
 	req.Model = rt.Model
 	sa := &streamAttempt{route: rt, cancel: cancel, actx: actx}
 	failed := func(err error) (*streamAttempt, *failure) {
 		stopTimers()
-		f := x.classify(ctx, actx, rt, err, false)
+		f := x.classify(actx, rt, err, false)
 		cancel(nil)
 		return nil, f
 	}
@@ -170,7 +170,8 @@ func (rl *sseRelay) pump(ctx context.Context) *failure {
 	var upErr error
 	if !sa.ended && rl.writeErr == nil {
 		idle := ms(x.alias.Timeouts.IdleMs)
-		idleTimer := time.AfterFunc(idle, func() { sa.cancel(errIdleTimeout) })
+		// The idle timer stops at the total deadline too (deadline.go).
+		idleTimer := time.AfterFunc(x.untilDeadline(idle), func() { sa.cancel(x.timeoutCause(errIdleTimeout)) })
 		buffered, _ := sa.stream.(provider.Buffered)
 		for {
 			ev, err := sa.stream.Next()
@@ -178,7 +179,7 @@ func (rl *sseRelay) pump(ctx context.Context) *failure {
 			// flush; the first that would wait on the network ends the batch.
 			rl.buf = rl.takeBuf()
 			if err == nil {
-				idleTimer.Reset(idle) // once per read from the network, not per event
+				idleTimer.Reset(x.untilDeadline(idle)) // once per read from the network, not per event
 			}
 			for err == nil {
 				sa.absorb(ev)
@@ -212,7 +213,7 @@ func (rl *sseRelay) pump(ctx context.Context) *failure {
 		return &failure{kind: failCanceled, route: sa.route, sent: true,
 			err: &provider.Error{Kind: provider.KindCanceled, Provider: sa.route.Provider, Message: "client went away"}}
 	case upErr != nil:
-		return x.classify(ctx, sa.actx, sa.route, upErr, true)
+		return x.classify(sa.actx, sa.route, upErr, true)
 	}
 	return nil
 }

@@ -65,44 +65,44 @@ func TestFallbackByFailure(t *testing.T) {
 		cancel(cause)
 		return ctx
 	}
-	expired := func() context.Context {
-		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
-		t.Cleanup(cancel)
-		return ctx
-	}
+	// The attempt's timer fired at the alias's total deadline (deadline.go).
+	expired := func() context.Context { return causedBy(context.DeadlineExceeded) }
+	// The alias's total deadline: passed, or a minute away.
+	passed, ahead := time.Now().Add(-time.Second), time.Now().Add(time.Minute)
 	status := func(code int) error { return &provider.Error{Kind: provider.KindStatus, StatusCode: code} }
 	kind := func(k provider.Kind) error { return &provider.Error{Kind: k} }
 	tests := []struct {
 		name         string
 		err          error
-		total, actx  context.Context
+		total        time.Time
+		actx         context.Context
 		clientGone   bool
 		wantKind     failKind
 		wantFallback bool
 	}{
-		{"upstream timeout", kind(provider.KindTimeout), live(), live(), false, failTimeout, true},
-		{"connection failure", kind(provider.KindConnection), live(), live(), false, failConnection, true},
-		{"error event or cut before content", kind(provider.KindStream), live(), live(), false, failStream, true},
-		{"not an *Error: a connection failure", errors.New("boom"), live(), live(), false, failConnection, true},
-		{"429", status(429), live(), live(), false, failRateLimited, true},
-		{"500", status(500), live(), live(), false, failUpstream, true},
-		{"502", status(502), live(), live(), false, failUpstream, true},
-		{"503", status(503), live(), live(), false, failUpstream, true},
-		{"529 overloaded", status(529), live(), live(), false, failUpstream, true},
-		{"400", status(400), live(), live(), false, failRejected, false},
-		{"401", status(401), live(), live(), false, failUpstreamAuth, false},
-		{"403", status(403), live(), live(), false, failUpstreamAuth, false},
-		{"404", status(404), live(), live(), false, failStatus, false},
-		{"307 redirect", status(307), live(), live(), false, failStatus, false},
-		{"malformed", kind(provider.KindProtocol), live(), live(), false, failProtocol, false},
-		{"adapter canceled", kind(provider.KindCanceled), live(), live(), false, failCanceled, false},
-		{"attempt timeout", kind(provider.KindCanceled), live(), causedBy(errAttemptTimeout), false, failTimeout, true},
-		{"first-chunk timeout", kind(provider.KindCanceled), live(), causedBy(errFirstChunkTimeout), false, failTimeout, true},
-		{"idle timeout", kind(provider.KindCanceled), live(), causedBy(errIdleTimeout), false, failTimeout, true},
-		{"total deadline", kind(provider.KindTimeout), expired(), expired(), false, failDeadline, false},
-		{"total deadline hides a retryable 503", status(503), expired(), live(), false, failDeadline, false},
-		{"client gone", kind(provider.KindCanceled), live(), live(), true, failCanceled, false},
-		{"client gone hides a retryable 503", status(503), live(), live(), true, failCanceled, false},
+		{"upstream timeout", kind(provider.KindTimeout), ahead, live(), false, failTimeout, true},
+		{"connection failure", kind(provider.KindConnection), ahead, live(), false, failConnection, true},
+		{"error event or cut before content", kind(provider.KindStream), ahead, live(), false, failStream, true},
+		{"not an *Error: a connection failure", errors.New("boom"), ahead, live(), false, failConnection, true},
+		{"429", status(429), ahead, live(), false, failRateLimited, true},
+		{"500", status(500), ahead, live(), false, failUpstream, true},
+		{"502", status(502), ahead, live(), false, failUpstream, true},
+		{"503", status(503), ahead, live(), false, failUpstream, true},
+		{"529 overloaded", status(529), ahead, live(), false, failUpstream, true},
+		{"400", status(400), ahead, live(), false, failRejected, false},
+		{"401", status(401), ahead, live(), false, failUpstreamAuth, false},
+		{"403", status(403), ahead, live(), false, failUpstreamAuth, false},
+		{"404", status(404), ahead, live(), false, failStatus, false},
+		{"307 redirect", status(307), ahead, live(), false, failStatus, false},
+		{"malformed", kind(provider.KindProtocol), ahead, live(), false, failProtocol, false},
+		{"adapter canceled", kind(provider.KindCanceled), ahead, live(), false, failCanceled, false},
+		{"attempt timeout", kind(provider.KindCanceled), ahead, causedBy(errAttemptTimeout), false, failTimeout, true},
+		{"first-chunk timeout", kind(provider.KindCanceled), ahead, causedBy(errFirstChunkTimeout), false, failTimeout, true},
+		{"idle timeout", kind(provider.KindCanceled), ahead, causedBy(errIdleTimeout), false, failTimeout, true},
+		{"total deadline", kind(provider.KindTimeout), passed, expired(), false, failDeadline, false},
+		{"total deadline hides a retryable 503", status(503), passed, live(), false, failDeadline, false},
+		{"client gone", kind(provider.KindCanceled), ahead, live(), true, failCanceled, false},
+		{"client gone hides a retryable 503", status(503), ahead, live(), true, failCanceled, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,8 +112,8 @@ func TestFallbackByFailure(t *testing.T) {
 				cancel()
 				r = r.WithContext(ctx)
 			}
-			x := &exchange{r: r}
-			f := x.classify(tc.total, tc.actx, snapshot.Route{Provider: "alpha"}, tc.err, false)
+			x := &exchange{r: r, deadline: tc.total}
+			f := x.classify(tc.actx, snapshot.Route{Provider: "alpha"}, tc.err, false)
 			if f.kind != tc.wantKind {
 				t.Fatalf("kind %d, want %d", f.kind, tc.wantKind)
 			}
