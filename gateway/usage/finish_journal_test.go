@@ -85,11 +85,11 @@ func TestJournalKeepsAFinalLineUntilItsRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := NewRequestID()
-	begin := &op{kind: opBegin, rec: Record{RequestID: id, KeyID: "key-a", CreatedAt: time.Now()}, attempts: "[]"}
+	begin := &op{Pending: &Pending{}, kind: opBegin, rec: Record{RequestID: id, KeyID: "key-a", CreatedAt: time.Now()}, attempts: "[]"}
 	if ok, err := j.add(begin); !ok || err != nil {
 		t.Fatalf("add Begin = %v, %v", ok, err)
 	}
-	fin := &op{kind: opFinish, rec: finalRecord(id, "key-a"), attempts: "[]"}
+	fin := &op{Pending: &Pending{}, kind: opFinish, rec: finalRecord(id, "key-a"), attempts: "[]"}
 	fin.rec.CreatedAt, fin.rec.FinishedAt = begin.rec.CreatedAt, time.Now()
 	if ok, err := j.add(fin); !ok || err != nil {
 		t.Fatalf("add Finish = %v, %v", ok, err)

@@ -117,7 +117,7 @@ func (l *Ledger) Persist(ctx context.Context, p *Pending) error {
 		return nil
 	default:
 	}
-	o := &op{kind: opFlush, rec: Record{RequestID: p.rid}, Pending: Pending{done: make(chan struct{})}}
+	o := &op{kind: opFlush, rec: Record{RequestID: p.rid}, Pending: &Pending{done: make(chan struct{})}}
 	if err := l.enqueue(ctx, o); err != nil {
 		return fmt.Errorf("usage: persist %s: %w", p.rid, err)
 	}

@@ -124,7 +124,7 @@ func TestHeldBeginsExpireInOrder(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	ops := make([]*op, 4)
 	for i := range ops {
-		ops[i] = &op{kind: opBegin, rec: Record{RequestID: string(rune('a' + i))}}
+		ops[i] = &op{Pending: &Pending{}, kind: opBegin, rec: Record{RequestID: string(rune('a' + i))}}
 		h.add(ops[i], t0.Add(time.Duration(i)*time.Second))
 	}
 	if h.take("b") != ops[1] || h.take("b") != nil {

@@ -145,7 +145,7 @@ func appendOptInt(b []byte, key string, n int64) []byte {
 
 // op is the ledger operation a line stands for.
 func (jl *journalLine) op() *op {
-	o := &op{kind: opBegin, journaled: true, attempts: jl.Attempts, rec: Record{RequestID: jl.RequestID,
+	o := &op{Pending: &Pending{}, kind: opBegin, journaled: true, attempts: jl.Attempts, rec: Record{RequestID: jl.RequestID,
 		ClientRequestID: jl.ClientRequestID, KeyID: jl.KeyID, KeyFingerprint: jl.KeyFingerprint, Alias: jl.Alias,
 		Provider: jl.Provider, ProviderModel: jl.ProviderModel, Status: StatusInProgress, Stream: jl.Stream,
 		CreatedAt: fromMicros(jl.CreatedAtUs)}}

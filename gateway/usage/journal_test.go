@@ -173,7 +173,7 @@ func BenchmarkJournalAdd(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		batch := make([]*op, 1)
 		for pb.Next() {
-			o := &op{kind: opBegin, rec: Record{RequestID: NewRequestID(), KeyID: "team-a/key-a", KeyFingerprint: "0123456789ab", CreatedAt: time.Now()}, attempts: "[]"}
+			o := &op{Pending: &Pending{}, kind: opBegin, rec: Record{RequestID: NewRequestID(), KeyID: "team-a/key-a", KeyFingerprint: "0123456789ab", CreatedAt: time.Now()}, attempts: "[]"}
 			if ok, _ := j.add(o); !ok {
 				b.Error("not journaled")
 				return

@@ -23,7 +23,10 @@ const (
 // op is one unit of work for the writer. Pending is embedded so that Begin
 // costs one allocation plus its channel.
 type op struct {
-	Pending
+	// A pointer, not the struct: a stream's exchange keeps its Begin's
+	// Pending for the stream's whole life, and must not keep the op (its
+	// record copy, about 0.5 KB) with it.
+	*Pending
 	kind     opKind
 	rec      Record
 	attempts string // encoded by the caller, keeping JSON work off the single writer
@@ -91,7 +94,7 @@ func (p *Pending) fail(err error) *Pending {
 // operations waiting), Begin blocks until the writer makes room: that is the
 // ledger's backpressure, and it only happens when the disk cannot keep up.
 func (l *Ledger) Begin(r Record) *Pending {
-	o := &op{kind: opBegin, rec: r, Pending: Pending{done: make(chan struct{}), rid: r.RequestID}}
+	o := &op{kind: opBegin, rec: r, Pending: &Pending{done: make(chan struct{}), rid: r.RequestID}}
 	if r.RequestID == "" {
 		return o.fail(errRequestIDMissing)
 	}
@@ -110,11 +113,11 @@ func (l *Ledger) Begin(r Record) *Pending {
 		if o.journaled {
 			// Closed under us: the journal keeps the line (Close reports
 			// it), and the next Open records the request as interrupted.
-			return &o.Pending
+			return o.Pending
 		}
 		return o.fail(err)
 	}
-	return &o.Pending
+	return o.Pending
 }
 
 // Finish queues the final version of the record r.RequestID and waits until
@@ -141,7 +144,7 @@ func (l *Ledger) Finish(ctx context.Context, r Record) error {
 	if !isFinalStatus(r.Status) {
 		return fmt.Errorf("%w: %q is not a final status (request %s)", ErrInvalidRecord, r.Status, r.RequestID)
 	}
-	o := &op{kind: opFinish, rec: r, Pending: Pending{done: make(chan struct{})}}
+	o := &op{kind: opFinish, rec: r, Pending: &Pending{done: make(chan struct{})}}
 	if o.rec.FinishedAt.IsZero() {
 		o.rec.FinishedAt = time.Now()
 	}
@@ -209,7 +212,7 @@ func (l *Ledger) Ping(ctx context.Context) error { return l.through(ctx, opPing,
 // through queues an op of kind and waits until the writer has committed it
 // and everything queued before it.
 func (l *Ledger) through(ctx context.Context, kind opKind, what string) error {
-	o := &op{kind: kind, Pending: Pending{done: make(chan struct{})}}
+	o := &op{kind: kind, Pending: &Pending{done: make(chan struct{})}}
 	if err := l.enqueue(ctx, o); err != nil {
 		return fmt.Errorf("usage: %s: %w", what, err)
 	}
