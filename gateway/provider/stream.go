@@ -180,6 +180,10 @@ func (b *base) openStream(ctx context.Context, resp *http.Response, dec decoder)
 		resp.Body.Close()
 		return nil, b.seal(&Error{Kind: KindProtocol, Message: "expected an event stream, got content type " + quoteOrNone(mt)})
 	}
+	// The stream keeps only the body. The transport's read loop holds the
+	// response until the body is closed, so its header map (about 0.5 KB)
+	// would otherwise live as long as the stream; nothing reads it again.
+	resp.Header = nil
 	return newStream(ctx, b, resp.Body, dec), nil
 }
 

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"io"
+	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
@@ -214,5 +215,40 @@ func TestCancelHidesBufferedEvents(t *testing.T) {
 	cancel()
 	if _, err := s.Next(); asError(t, err).Kind != KindCanceled {
 		t.Fatalf("after cancel: %v", err)
+	}
+}
+
+// recordingTransport remembers the responses it hands out.
+type recordingTransport struct {
+	http.RoundTripper
+	resps []*http.Response
+}
+
+func (rt *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := rt.RoundTripper.RoundTrip(req)
+	if resp != nil {
+		rt.resps = append(rt.resps, resp)
+	}
+	return resp, err
+}
+
+// An open stream does not keep the upstream's response headers: the
+// transport holds the response for the stream's life, the stream needs
+// only its body.
+func TestStreamDropsTheResponseHeaders(t *testing.T) {
+	srv, _ := upstream(t, reply(200, "text/event-stream", oaiPre+oaiText("hello")+oaiFinish+oaiDone, "X-Upstream-Id", "abc"))
+	rt := &recordingTransport{RoundTripper: http.DefaultTransport}
+	a := newAdapter(t, "openai", srv.URL, func(c *Config) { c.Client = &http.Client{Transport: rt} })
+	st, err := a.Stream(context.Background(), &Request{Model: "m", Messages: []Message{{Role: "user", Content: "hi"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if len(rt.resps) != 1 || rt.resps[0].Header != nil {
+		t.Fatalf("responses %d, header kept: %v", len(rt.resps), rt.resps[0].Header)
+	}
+	ev, err := st.Next()
+	if err != nil || ev.Text != "hello" {
+		t.Fatalf("first event %+v, %v", ev, err)
 	}
 }

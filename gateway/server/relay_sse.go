@@ -135,6 +135,10 @@ type sseRelay struct {
 func (x *exchange) commit(sa *streamAttempt) *sseRelay {
 	arrived := x.elapsed() // the attempt's provider time ends here
 	x.rec.Provider, x.rec.ProviderModel = sa.route.Provider, sa.route.Model
+	// No route is tried after the commit point, so the prompt is not sent
+	// again: a long one would otherwise stay for the stream's whole life,
+	// beside the encoded copy the transport keeps until the body is closed.
+	x.p.req.Messages = nil
 	rl := &sseRelay{x: x, sa: sa, enc: newChunkEncoder(x.rec.RequestID, x.start.Unix(), x.p.alias, x.p.includeUsage),
 		rc: http.NewResponseController(x.w)}
 	x.waitBegun()

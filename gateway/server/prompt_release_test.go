@@ -1,0 +1,104 @@
+package server_test
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// An open stream keeps one copy of its prompt, the encoded body the
+// transport holds until the upstream answer ends, not also the parsed
+// messages: after the commit point no other route is tried.
+func TestOpenStreamDoesNotKeepThePrompt(t *testing.T) {
+	const streams, prompt = 16, 150_000
+	var release atomic.Pointer[chan struct{}]
+	opened := make(chan struct{}, streams)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		rel := *release.Load()
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(oaiChunk("one")))
+		w.(http.Flusher).Flush()
+		opened <- struct{}{}
+		select {
+		case <-rel:
+		case <-time.After(30 * time.Second):
+		}
+		_, _ = w.Write([]byte(oaiEnd))
+	}))
+	t.Cleanup(up.Close)
+	h := newHarness(t, withUpstream(up.URL))
+	addr := strings.TrimPrefix(h.gw.URL, "http://")
+
+	heap := func() int64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	// held is the heap that streams open streams with a prompt of chars
+	// characters hold once each has sent its first content.
+	held := func(chars int) int64 {
+		rel := make(chan struct{})
+		release.Store(&rel)
+		body := fmt.Sprintf(`{"model":"chat-raw","stream":true,"messages":[{"role":"user","content":"%s"}]}`, strings.Repeat("a", chars))
+		req := []byte(fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer %s\r\n"+
+			"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", h.keyA, len(body), body))
+		body = ""
+		before := heap()
+		var conns []net.Conn
+		var bodies []io.ReadCloser
+		for range streams {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+			_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+			if _, err := c.Write(req); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("response %v, %v", resp, err)
+			}
+			var seen []byte
+			for !strings.Contains(string(seen), `"content":"one"`) {
+				buf := make([]byte, 512)
+				n, err := resp.Body.Read(buf)
+				if err != nil {
+					close(rel)
+					t.Fatalf("before the first content: %q, %v", seen, err)
+				}
+				seen = append(seen, buf[:n]...)
+			}
+			bodies = append(bodies, resp.Body)
+			<-opened
+		}
+		after := heap()
+		close(rel)
+		for i := range conns {
+			_, _ = io.Copy(io.Discard, bodies[i])
+			_ = conns[i].Close()
+		}
+		runtime.KeepAlive(req)
+		return after - before
+	}
+	small := held(10)
+	big := held(prompt)
+	perStream := (big - small) / streams
+	t.Logf("a %d-character prompt: %d B more held per open stream", prompt, perStream)
+	if perStream > prompt*3/2 {
+		t.Fatalf("%d B held per open stream for a %d-byte prompt: more than one copy", perStream, prompt)
+	}
+}
