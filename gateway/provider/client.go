@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -141,17 +140,25 @@ func (b *base) seal(e *Error) *Error {
 
 // post sends one request and returns a 2xx response; everything else is an *Error.
 func (b *base) post(ctx context.Context, body []byte, stream bool) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.endpoint, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.endpoint, &requestBody{b: body})
 	if err != nil {
 		// Only a nil ctx gets here: the endpoint was validated by New.
 		return nil, b.seal(&Error{Kind: KindProtocol, Message: "cannot build request"})
 	}
+	// What NewRequest sets for a bytes.Reader: the length (else the body
+	// would go chunked) and GetBody, which lets the transport send the
+	// request again on a pooled connection that turned out to be closed
+	// before anything was written. Both happen within the round trip; once
+	// it returns no retry can come, and body is let go (requestBody).
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return &requestBody{b: body}, nil }
 	if stream {
 		req.Header = b.headers[1]
 	} else {
 		req.Header = b.headers[0]
 	}
 	resp, err := b.send(req)
+	body = nil
 	if err != nil {
 		return nil, b.transportError(ctx, err)
 	}

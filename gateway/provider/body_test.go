@@ -1,0 +1,76 @@
+package provider
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"testing"
+)
+
+// replayCheck is a transport that reads each request's body, then sends the
+// request on with the body GetBody gives, as net/http does when it retries a
+// request on a pooled connection found closed before anything was written.
+type replayCheck struct {
+	t      *testing.T
+	checks int
+}
+
+func (rc *replayCheck) RoundTrip(req *http.Request) (*http.Response, error) {
+	first, err := io.ReadAll(req.Body)
+	if err != nil {
+		rc.t.Fatal(err)
+	}
+	_ = req.Body.Close()
+	if req.GetBody == nil {
+		rc.t.Fatal("no GetBody: a request on a stale connection could not be sent again")
+	}
+	again, err := req.GetBody()
+	if err != nil {
+		rc.t.Fatal(err)
+	}
+	second, _ := io.ReadAll(again)
+	if !bytes.Equal(first, second) || int64(len(first)) != req.ContentLength || len(first) == 0 {
+		rc.t.Fatalf("body %d B, replayed %d B, Content-Length %d", len(first), len(second), req.ContentLength)
+	}
+	rc.checks++
+	out := req.Clone(req.Context())
+	out.Body = io.NopCloser(bytes.NewReader(second))
+	return http.DefaultTransport.RoundTrip(out)
+}
+
+// The request body a retry sends is the one first sent, with its length
+// (not chunked), for both kinds of call.
+func TestRequestBodyCanBeSentAgain(t *testing.T) {
+	srv, seen := upstream(t, reply(200, "text/event-stream", oaiPre+oaiText("hi")+oaiFinish+oaiDone))
+	rc := &replayCheck{t: t}
+	a := newAdapter(t, "openai", srv.URL, func(c *Config) { c.Client = &http.Client{Transport: rc} })
+	req := &Request{Model: "m", Messages: []Message{{Role: "user", Content: "hello"}}}
+	st, err := a.Stream(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := drain(st); err != io.EOF || len(evs) == 0 {
+		t.Fatalf("%d events, %v", len(evs), err)
+	}
+	_ = st.Close()
+	if got := <-seen; len(got.body) == 0 || got.header.Get("Content-Length") == "" {
+		t.Fatalf("upstream saw %d B, Content-Length %q", len(got.body), got.header.Get("Content-Length"))
+	}
+	if rc.checks != 1 {
+		t.Fatalf("%d round trips checked", rc.checks)
+	}
+}
+
+// The body's bytes are let go once read or closed.
+func TestRequestBodyLetsGoOfItsBytes(t *testing.T) {
+	rb := &requestBody{b: []byte("0123456789")}
+	if got, _ := io.ReadAll(rb); string(got) != "0123456789" || rb.b != nil {
+		t.Fatalf("read %q, bytes kept: %v", got, rb.b != nil)
+	}
+	rb = &requestBody{b: []byte("abc")}
+	_ = rb.Close()
+	if rb.b != nil {
+		t.Fatal("bytes kept after Close")
+	}
+}
