@@ -138,9 +138,10 @@ func (x *exchange) classify(actx context.Context, rt snapshot.Route, err error, 
 	switch cause := context.Cause(actx); {
 	case x.r.Context().Err() != nil:
 		f.kind = failCanceled
-	case errors.Is(cause, context.DeadlineExceeded) || x.pastDeadline():
-		// The attempt's timer fired at the total deadline, or the
-		// provider's answer came after it, before the timer did.
+	case x.pastDeadline():
+		// The attempt's timer fired at the total deadline (its cause is
+		// context.DeadlineExceeded only then), or the provider's answer
+		// came after the deadline, before the timer did.
 		f.kind = failDeadline
 		f.err = &provider.Error{Kind: provider.KindTimeout, Message: context.DeadlineExceeded.Error(), Err: err}
 	case errors.Is(cause, errAttemptTimeout), errors.Is(cause, errFirstChunkTimeout), errors.Is(cause, errIdleTimeout):

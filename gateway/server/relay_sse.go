@@ -68,12 +68,11 @@ func (x *exchange) openStream(ctx context.Context, rt snapshot.Route) (*streamAt
 		d, cause = f, errFirstChunkTimeout
 	}
 	actx, cancel, timer := x.attemptContext(ctx, d, cause)
-	stopTimers := func() { timer.Stop() }
 	req := x.p.req
 	req.Model = rt.Model
 	sa := &streamAttempt{route: rt, cancel: cancel, actx: actx}
 	failed := func(err error) (*streamAttempt, *failure) {
-		stopTimers()
+		timer.Stop()
 		f := x.classify(actx, rt, err, false)
 		cancel(nil)
 		return nil, f
@@ -99,7 +98,7 @@ func (x *exchange) openStream(ctx context.Context, rt snapshot.Route) (*streamAt
 			break
 		}
 	}
-	stopTimers()
+	timer.Stop()
 	if actx.Err() != nil {
 		// A timer fired as the first content arrived: the attempt is over by
 		// its own deadline, and nothing has been sent yet.

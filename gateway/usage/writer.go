@@ -20,12 +20,11 @@ const (
 	opSync  // answered once every op queued before it is committed (sync.go)
 )
 
-// op is one unit of work for the writer. Pending is embedded so that Begin
-// costs one allocation plus its channel.
+// op is one unit of work for the writer. Its Pending is embedded by
+// pointer, not by value: a stream's exchange keeps its Begin's Pending for
+// the stream's whole life, and must not keep the op (its record copy, about
+// 0.5 KB) with it; that costs Begin a second small allocation.
 type op struct {
-	// A pointer, not the struct: a stream's exchange keeps its Begin's
-	// Pending for the stream's whole life, and must not keep the op (its
-	// record copy, about 0.5 KB) with it.
 	*Pending
 	kind     opKind
 	rec      Record
