@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/llmgw/llmgw/test/testutil"
 )
 
 // An open stream keeps no copy of its prompt: not the parsed messages (no
@@ -40,13 +42,6 @@ func TestOpenStreamDoesNotKeepThePrompt(t *testing.T) {
 	h := newHarness(t, withUpstream(up.URL))
 	addr := strings.TrimPrefix(h.gw.URL, "http://")
 
-	heap := func() int64 {
-		runtime.GC()
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return int64(ms.HeapAlloc)
-	}
 	// held is the heap that streams open streams with a prompt of chars
 	// characters hold once each has sent its first content.
 	held := func(chars int) int64 {
@@ -56,7 +51,7 @@ func TestOpenStreamDoesNotKeepThePrompt(t *testing.T) {
 		req := []byte(fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer %s\r\n"+
 			"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", h.keyA, len(body), body))
 		body = ""
-		before := heap()
+		before := testutil.LiveHeap()
 		var conns []net.Conn
 		var bodies []io.ReadCloser
 		for range streams {
@@ -86,7 +81,7 @@ func TestOpenStreamDoesNotKeepThePrompt(t *testing.T) {
 			bodies = append(bodies, resp.Body)
 			<-opened
 		}
-		after := heap()
+		after := testutil.LiveHeap()
 		close(rel)
 		for i := range conns {
 			_, _ = io.Copy(io.Discard, bodies[i])

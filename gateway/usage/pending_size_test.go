@@ -3,6 +3,8 @@ package usage
 import (
 	"runtime"
 	"testing"
+
+	"github.com/llmgw/llmgw/test/testutil"
 )
 
 // A Begin's Pending, which a stream's exchange keeps for the stream's whole
@@ -15,14 +17,7 @@ func TestPendingDoesNotKeepItsRecord(t *testing.T) {
 	rec.Status = StatusInProgress
 	ctx := ctxT(t) // one: each ctxT keeps a timer until the test ends
 	held := make([]*Pending, 0, n)
-	heap := func() uint64 {
-		runtime.GC()
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	before := heap()
+	before := testutil.LiveHeap()
 	for range n {
 		r := rec
 		r.RequestID = NewRequestID()
@@ -32,8 +27,8 @@ func TestPendingDoesNotKeepItsRecord(t *testing.T) {
 		}
 		held = append(held, p)
 	}
-	after := heap()
-	perPending := (int64(after) - int64(before)) / n
+	after := testutil.LiveHeap()
+	perPending := (after - before) / n
 	t.Logf("heap retained: %d B per held Pending", perPending)
 	if perPending > 300 {
 		t.Fatalf("%d B of heap retained per held Pending, want at most 300 (the Pending, its channel and id, not the record)", perPending)

@@ -1,7 +1,8 @@
 // Package testutil holds the small helpers several test packages share:
 // a goroutine-safe log buffer, the envtest gate (RequireEnvtest, the one
-// every envtest suite goes through), and the probes of the hot-load tests
-// (one chat call, wait until served, a steady load).
+// every envtest suite goes through), the probes of the hot-load tests (one
+// chat call, wait until served, a steady load) and the live heap of the
+// memory tests.
 package testutil
 
 import (
