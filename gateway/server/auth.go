@@ -28,15 +28,13 @@ func (s *Server) authenticate(st *state, r *http.Request) (*snapshot.Key, *apiEr
 		return nil, &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "invalid_api_key",
 			message: "malformed Authorization header; send 'Authorization: Bearer <gateway key>'"}
 	}
-	invalid := &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "invalid_api_key",
-		message: "invalid gateway key"}
 	prefix, ok := keyformat.PrefixOf(strings.TrimSpace(plain))
 	if !ok {
-		return nil, invalid
+		return nil, invalidKey()
 	}
 	k, ok := st.idx.KeyByPrefix(prefix)
 	if !ok || !keyformat.Verify(strings.TrimSpace(plain), k.Hash) {
-		return nil, invalid
+		return nil, invalidKey()
 	}
 	if k.Disabled {
 		return nil, &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "key_disabled",
@@ -47,6 +45,13 @@ func (s *Server) authenticate(st *state, r *http.Request) (*snapshot.Key, *apiEr
 			message: "this gateway key has expired"}
 	}
 	return k, nil
+}
+
+// invalidKey is built only when a key is refused: building it up front cost
+// every request an allocation.
+func invalidKey() *apiError {
+	return &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "invalid_api_key",
+		message: "invalid gateway key"}
 }
 
 // authorizeModel applies the key's alias list before looking the alias up, so

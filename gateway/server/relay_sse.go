@@ -125,6 +125,7 @@ type sseRelay struct {
 	enc      *chunkEncoder
 	rc       *http.ResponseController
 	buf      []byte
+	bufBox   *[]byte        // the pool's handle of buf, given back with it
 	relayed  tokens.Counter // only what reached the client counts
 	texts    []string       // the content in buf, counted once it is sent
 	writeErr error          // the client is gone
@@ -293,34 +294,31 @@ func (rl *sseRelay) close() {
 // net/http copies what it is given, so nothing refers to it after a write.
 func (rl *sseRelay) takeBuf() []byte {
 	if rl.buf == nil {
-		return getRelayBuf()
+		rl.bufBox = relayBufs.Get().(*[]byte)
+		return (*rl.bufBox)[:0]
 	}
 	return rl.buf[:0]
 }
 
+// releaseBuf gives the buffer back, in the handle it came in: a fresh
+// handle for every Put was an allocation per flush (docs/BENCHMARK.md,
+// "thirteenth round"). A buffer an unusually long event grew is dropped:
+// the pool holds no more than a typical stream needs.
 func (rl *sseRelay) releaseBuf() {
-	if rl.buf != nil {
-		putRelayBuf(rl.buf)
-		rl.buf = nil
+	if rl.buf == nil {
+		return
 	}
+	if cap(rl.buf) <= 16<<10 {
+		*rl.bufBox = rl.buf[:0]
+		relayBufs.Put(rl.bufBox)
+	}
+	rl.buf, rl.bufBox = nil, nil
 }
 
 // relayBufs recycles the relays' output buffers: a stream's events are
 // encoded into 1 KiB or so, and a fresh buffer per stream was one of the
 // larger allocations of a request (docs/BENCHMARK.md, "fourth round").
 var relayBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
-
-func getRelayBuf() []byte { return (*relayBufs.Get().(*[]byte))[:0] }
-
-// putRelayBuf keeps b for another stream unless an unusually long event
-// grew it: the pool holds no more than a typical stream needs.
-func putRelayBuf(b []byte) {
-	if cap(b) > 16<<10 {
-		return
-	}
-	b = b[:0]
-	relayBufs.Put(&b)
-}
 
 func writeFlush(w http.ResponseWriter, rc *http.ResponseController, b []byte) error {
 	if _, err := w.Write(b); err != nil {

@@ -430,7 +430,7 @@ func (res *replayed) apply(ctx context.Context, st writerStmts, o *op) error {
 		}
 		return nil
 	}
-	n, err := st.insert.exec(ctx, st.insertArgs(o, nil))
+	n, err := st.insert.exec(ctx, st.insertArgs(o, 0))
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.rec.RequestID, err)
 	}

@@ -97,3 +97,48 @@ func namedArgs(args []driver.NamedValue, vals ...driver.Value) []driver.NamedVal
 	}
 	return args
 }
+
+// rowArgs fills a statement's argument list in place, one position at a
+// time, for the writer's one row after another. A string or int64 equal to
+// the value already at its position is left as it is: storing either in a
+// driver.Value allocates (an int64 from 256 on), and from one row to the
+// next most columns repeat (key, alias, provider, model, status, attempts).
+// That was a tenth of a request's allocations (docs/BENCHMARK.md,
+// "thirteenth round").
+type rowArgs []driver.NamedValue
+
+// sized returns a with n positions, numbered; positions it already had keep
+// their values for the comparisons.
+func (a rowArgs) sized(n int) rowArgs {
+	if cap(a) < n {
+		a = append(a[:cap(a)], make(rowArgs, n-cap(a))...)
+	}
+	a = a[:n]
+	for i := range a {
+		a[i].Ordinal = i + 1
+	}
+	return a
+}
+
+func (a rowArgs) str(i int, s string) {
+	if old, ok := a[i].Value.(string); !ok || old != s {
+		a[i].Value = s
+	}
+}
+
+func (a rowArgs) int(i int, v int64) {
+	if old, ok := a[i].Value.(int64); !ok || old != v {
+		a[i].Value = v
+	}
+}
+
+func (a rowArgs) bool(i int, v bool) { a[i].Value = v } // no allocation: a bool is boxed statically
+
+// micros is an int64, or NULL for 0 (a time not set).
+func (a rowArgs) micros(i int, us int64) {
+	if us == 0 {
+		a[i].Value = nil
+		return
+	}
+	a.int(i, us)
+}

@@ -586,7 +586,7 @@ func (s writerStmts) apply(ctx context.Context, o *op) error {
 	r := &o.rec
 	switch o.kind {
 	case opBegin:
-		n, err := s.insert.exec(ctx, s.insertArgs(o, nil))
+		n, err := s.insert.exec(ctx, s.insertArgs(o, 0))
 		if err != nil {
 			return fmt.Errorf("usage: begin %s: %w", r.RequestID, err)
 		}
@@ -598,12 +598,7 @@ func (s writerStmts) apply(ctx context.Context, o *op) error {
 		if o.merged != nil { // its Begin was never written
 			return s.insertFinal(ctx, o, fin)
 		}
-		*s.args = namedArgs(*s.args,
-			r.ClientRequestID, r.KeyID, r.KeyFingerprint, r.Alias, r.Provider, r.ProviderModel,
-			r.Status, int64(r.HTTPStatus), r.ErrorType, int64(r.Fallbacks), o.attempts, r.Stream,
-			int64(r.InputTokens), int64(r.OutputTokens), int64(r.CachedInputTokens), int64(r.ReasoningTokens), int64(r.Cost), r.Currency,
-			r.LatencyMs, fin, r.RequestID)
-		n, err := s.finish.exec(ctx, *s.args)
+		n, err := s.finish.exec(ctx, s.finishArgs(o, fin))
 		if err != nil {
 			return fmt.Errorf("usage: finish %s: %w", r.RequestID, err)
 		}
@@ -621,7 +616,7 @@ func (s writerStmts) apply(ctx context.Context, o *op) error {
 	return nil
 }
 
-func (s writerStmts) insertFinal(ctx context.Context, o *op, fin driver.Value) error {
+func (s writerStmts) insertFinal(ctx context.Context, o *op, fin int64) error {
 	n, err := s.insert.exec(ctx, s.insertArgs(o, fin))
 	if err != nil {
 		return fmt.Errorf("usage: finish %s: %w", o.rec.RequestID, err)
@@ -633,20 +628,69 @@ func (s writerStmts) insertFinal(ctx context.Context, o *op, fin driver.Value) e
 }
 
 // insertArgs are the insert's arguments for o, in s.args.
-func (s writerStmts) insertArgs(o *op, finished driver.Value) []driver.NamedValue {
+func (s writerStmts) insertArgs(o *op, finished int64) []driver.NamedValue {
 	*s.args = insertArgs(*s.args, o, finished)
 	return *s.args
 }
 
-// insertArgs sets dst to the insert's arguments, as the driver takes them
-// (int64, not int: no converter runs between here and SQLite).
-func insertArgs(dst []driver.NamedValue, o *op, finished driver.Value) []driver.NamedValue {
+// insertArgs sets dst to the insert's arguments for o, as the driver takes
+// them (int64, not int: no converter runs between here and SQLite);
+// finished 0 is NULL, the in_progress row's.
+func insertArgs(dst []driver.NamedValue, o *op, finished int64) []driver.NamedValue {
 	r := &o.rec
-	return namedArgs(dst,
-		r.RequestID, r.ClientRequestID, r.KeyID, r.KeyFingerprint, r.Alias, r.Provider, r.ProviderModel,
-		r.Status, int64(r.HTTPStatus), r.ErrorType, int64(r.Fallbacks), o.attempts, r.Stream,
-		int64(r.InputTokens), int64(r.OutputTokens), int64(r.CachedInputTokens), int64(r.ReasoningTokens), int64(r.Cost), r.Currency,
-		r.LatencyMs, toMicros(r.CreatedAt), finished)
+	a := rowArgs(dst).sized(22)
+	a.str(0, r.RequestID)
+	a.str(1, r.ClientRequestID)
+	a.str(2, r.KeyID)
+	a.str(3, r.KeyFingerprint)
+	a.str(4, r.Alias)
+	a.str(5, r.Provider)
+	a.str(6, r.ProviderModel)
+	a.str(7, r.Status)
+	a.int(8, int64(r.HTTPStatus))
+	a.str(9, r.ErrorType)
+	a.int(10, int64(r.Fallbacks))
+	a.str(11, o.attempts)
+	a.bool(12, r.Stream)
+	a.int(13, int64(r.InputTokens))
+	a.int(14, int64(r.OutputTokens))
+	a.int(15, int64(r.CachedInputTokens))
+	a.int(16, int64(r.ReasoningTokens))
+	a.int(17, int64(r.Cost))
+	a.str(18, r.Currency)
+	a.int(19, r.LatencyMs)
+	a.int(20, toMicros(r.CreatedAt))
+	a.micros(21, finished)
+	return a
+}
+
+// finishArgs are the update's arguments for o, in s.args, the same way.
+func (s writerStmts) finishArgs(o *op, finished int64) []driver.NamedValue {
+	r := &o.rec
+	a := rowArgs(*s.args).sized(21)
+	a.str(0, r.ClientRequestID)
+	a.str(1, r.KeyID)
+	a.str(2, r.KeyFingerprint)
+	a.str(3, r.Alias)
+	a.str(4, r.Provider)
+	a.str(5, r.ProviderModel)
+	a.str(6, r.Status)
+	a.int(7, int64(r.HTTPStatus))
+	a.str(8, r.ErrorType)
+	a.int(9, int64(r.Fallbacks))
+	a.str(10, o.attempts)
+	a.bool(11, r.Stream)
+	a.int(12, int64(r.InputTokens))
+	a.int(13, int64(r.OutputTokens))
+	a.int(14, int64(r.CachedInputTokens))
+	a.int(15, int64(r.ReasoningTokens))
+	a.int(16, int64(r.Cost))
+	a.str(17, r.Currency)
+	a.int(18, r.LatencyMs)
+	a.micros(19, finished)
+	a.str(20, r.RequestID)
+	*s.args = a
+	return a
 }
 
 func changes(res sql.Result, err error) (int64, error) {
