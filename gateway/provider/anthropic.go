@@ -56,15 +56,17 @@ func (u *antUsage) input() (in, cached int, ok bool) {
 }
 
 type antResponse struct {
-	ID      string `json:"id"`
-	Type    string `json:"type"`
-	Content []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content"`
-	StopReason string       `json:"stop_reason"`
-	Usage      *antUsage    `json:"usage"`
-	Error      *errorDetail `json:"error"`
+	ID         string            `json:"id"`
+	Type       string            `json:"type"`
+	Content    []antResponseText `json:"content"`
+	StopReason string            `json:"stop_reason"`
+	Usage      *antUsage         `json:"usage"`
+	Error      *errorDetail      `json:"error"`
+}
+
+type antResponseText struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
 }
 
 type antEvent struct {
@@ -147,8 +149,12 @@ func (a *anthropic) Complete(ctx context.Context, req *Request) (*Completion, er
 
 func decodeAnthropic(raw []byte) (*Completion, *Error) {
 	var r antResponse
-	if err := decodeJSON(raw, &r); err != nil {
-		return nil, &Error{Kind: KindProtocol, Message: "malformed response JSON"}
+	var fast fastReader
+	if !fast.antResponse(raw, &r) {
+		r = antResponse{} // what the fast reader filled in before it gave up
+		if err := decodeJSON(raw, &r); err != nil {
+			return nil, &Error{Kind: KindProtocol, Message: "malformed response JSON"}
+		}
 	}
 	if r.Type == "error" || r.Error != nil {
 		var d errorDetail

@@ -59,15 +59,17 @@ func (u *oaiUsage) usage() Usage {
 }
 
 type oaiResponse struct {
-	ID      string `json:"id"`
-	Choices []struct {
-		Message struct {
-			Content *string `json:"content"`
-		} `json:"message"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *oaiUsage    `json:"usage"`
-	Error *errorDetail `json:"error"`
+	ID      string              `json:"id"`
+	Choices []oaiResponseChoice `json:"choices"`
+	Usage   *oaiUsage           `json:"usage"`
+	Error   *errorDetail        `json:"error"`
+}
+
+type oaiResponseChoice struct {
+	Message struct {
+		Content *string `json:"content"`
+	} `json:"message"`
+	FinishReason *string `json:"finish_reason"`
 }
 
 // oaiChunk uses plain strings (null decodes as "") so a chunk costs no pointer
@@ -122,8 +124,12 @@ func (a *openAI) Complete(ctx context.Context, req *Request) (*Completion, error
 
 func decodeOpenAI(raw []byte) (*Completion, *Error) {
 	var r oaiResponse
-	if err := decodeJSON(raw, &r); err != nil {
-		return nil, &Error{Kind: KindProtocol, Message: "malformed response JSON"}
+	var fast fastReader
+	if !fast.oaiResponse(raw, &r) {
+		r = oaiResponse{} // what the fast reader filled in before it gave up
+		if err := decodeJSON(raw, &r); err != nil {
+			return nil, &Error{Kind: KindProtocol, Message: "malformed response JSON"}
+		}
 	}
 	if r.Error != nil {
 		return nil, &Error{Kind: KindProtocol, Type: r.Error.typ(), Message: "error in a 2xx response: " + r.Error.Message}
