@@ -2,6 +2,8 @@ package provider
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 
@@ -28,7 +30,10 @@ import (
 type fastReader struct {
 	data []byte
 	pos  int
-	text []byte
+	// text is the string unquote read: a view of data when it has no
+	// escape (no copy), else unescaped into scratch, which the reader owns.
+	text    []byte
+	scratch []byte
 }
 
 // maxSkipDepth bounds the nesting of a skipped value: events are shallow,
@@ -183,9 +188,7 @@ func (r *fastReader) skipString() bool {
 	i := r.pos + 1
 	ascii := true
 	for i < len(d) {
-		for i < len(d) && plainByte[d[i]] {
-			i++
-		}
+		i = plainRun(d, i)
 		if i == len(d) {
 			return false
 		}
@@ -227,6 +230,37 @@ func (r *fastReader) skipString() bool {
 		}
 	}
 	return false
+}
+
+// plainRun is where the run of plain bytes (plainByte) from d[i] ends.
+// It looks at eight bytes at a time: every string of every stream event is
+// scanned, and a byte at a time this was the reader's largest cost
+// (FuzzPlainRunMatchesTheTable holds the two ways to the same answer).
+func plainRun(d []byte, i int) int {
+	for i+8 <= len(d) {
+		if m := notPlain(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+			// The lowest flag is the first byte that is not plain: a
+			// borrow only ever flags bytes above a real one.
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	for i < len(d) && plainByte[d[i]] {
+		i++
+	}
+	return i
+}
+
+// notPlain has the high bit of each byte of x (little-endian) set where
+// that byte is a control character, '"', '\\' or not ASCII, and maybe of
+// bytes after the first such one.
+func notPlain(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	control := (x - ones*0x20) &^ x // bytes below 0x20 (and any above a borrow)
+	quote := x ^ (ones * '"')       // zero where '"'
+	backslash := x ^ (ones * '\\')  // zero where '\\'
+	zero := func(v uint64) uint64 { return (v - ones) &^ v }
+	return (control | zero(quote) | zero(backslash) | x) & highs
 }
 
 // plainByte marks the bytes a string's scan passes without a second look:
@@ -332,12 +366,12 @@ func (r *fastReader) object(member func(name jsontext.Value) bool) bool {
 	return r.open('{') && r.members(member) && r.close('}')
 }
 
-// unquote reads a string or null (as "") into r.text; invalid UTF-8, which the
-// struct decoder replaces, is left to it.
+// unquote reads a string or null (as "") into r.text, valid until the next
+// read; invalid UTF-8, which the struct decoder replaces, is left to it.
 func (r *fastReader) unquote() bool {
 	switch r.peek() {
 	case 'n':
-		r.text = r.text[:0]
+		r.text = nil
 		return r.literal("null")
 	case '"':
 	default:
@@ -349,11 +383,12 @@ func (r *fastReader) unquote() bool {
 	}
 	raw := r.data[start:r.pos]
 	if bytes.IndexByte(raw, '\\') < 0 {
-		r.text = append(r.text[:0], raw[1:len(raw)-1]...)
+		r.text = raw[1 : len(raw)-1]
 		return true
 	}
 	var err error
-	r.text, err = jsontext.AppendUnquote(r.text[:0], raw)
+	r.scratch, err = jsontext.AppendUnquote(r.scratch[:0], raw)
+	r.text = r.scratch
 	return err == nil
 }
 
