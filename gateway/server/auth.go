@@ -12,13 +12,13 @@ import (
 // a constant-time comparison of the whole key's SHA-256 with the stored hash.
 // The plaintext never leaves this function.
 func (s *Server) authenticate(st *state, r *http.Request) (*snapshot.Key, *apiError) {
-	if len(r.Header.Values("Authorization")) > 1 {
+	if len(r.Header[hdrAuthorization]) > 1 {
 		// Which one a proxy or the gateway would pick is not the caller's
 		// to guess: refuse rather than let the first win.
 		return nil, &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "multiple_authorization_headers",
 			message: "more than one Authorization header; send exactly one 'Authorization: Bearer <gateway key>'"}
 	}
-	h := r.Header.Get("Authorization")
+	h := header(r.Header, hdrAuthorization)
 	if h == "" {
 		return nil, &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "missing_api_key",
 			message: "missing Authorization header; send 'Authorization: Bearer <gateway key>'"}

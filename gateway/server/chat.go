@@ -57,7 +57,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	x.rec.RequestID, x.rec.ClientRequestID = requestID(w), clientRequestID(r)
 	x.rec.Status, x.rec.CreatedAt = usage.StatusInProgress, x.start
 	if x.rec.ClientRequestID != "" {
-		w.Header().Set("X-Client-Request-Id", x.rec.ClientRequestID)
+		w.Header()[hdrClientRequestID] = []string{x.rec.ClientRequestID}
 	}
 	n := s.inflight.Add(1)
 	s.metrics.inflight.Inc()
@@ -226,9 +226,9 @@ func readAll(r io.Reader, length int64) ([]byte, error) {
 }
 
 func clientRequestID(r *http.Request) string {
-	id := r.Header.Get("X-Client-Request-Id")
+	id := header(r.Header, hdrClientRequestID)
 	if id == "" {
-		id = r.Header.Get("X-Request-Id")
+		id = header(r.Header, hdrRequestID)
 	}
 	if id == "" || len(id) > 128 || keyformat.LooksLikeKey(id) {
 		return ""

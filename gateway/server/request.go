@@ -475,7 +475,7 @@ func errCompressed() *apiError {
 // a proxy that inflates bodies and the gateway, which does not, would read
 // different requests.
 func checkContentEncoding(h http.Header) *apiError {
-	for _, v := range h.Values("Content-Encoding") {
+	for _, v := range h[hdrContentEncoding] {
 		for _, enc := range strings.Split(v, ",") {
 			if enc = strings.TrimSpace(enc); enc != "" && !strings.EqualFold(enc, "identity") {
 				return errCompressed()

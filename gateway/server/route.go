@@ -125,7 +125,7 @@ func (x *exchange) answerFailure(f *failure) {
 		x.canceled()
 		return
 	}
-	x.w.Header().Set("X-Llmgw-Provider", f.route.Provider)
+	x.w.Header()[hdrProvider] = []string{f.route.Provider}
 	e := f.apiError()
 	x.settle(&failures[f.kind].before)
 	writeError(x.w, e, x.rec.RequestID)

@@ -224,12 +224,12 @@ func (s *Server) Handler() http.Handler {
 // gateway-generated X-Request-Id; handlers read it back from the header.
 func withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Request-Id", usage.NewRequestID())
+		w.Header()[hdrRequestID] = []string{usage.NewRequestID()}
 		next.ServeHTTP(w, r)
 	})
 }
 
-func requestID(w http.ResponseWriter) string { return w.Header().Get("X-Request-Id") }
+func requestID(w http.ResponseWriter) string { return header(w.Header(), hdrRequestID) }
 
 // HTTPServer wraps the handler with the timeouts that protect the gateway
 // from slow clients. WriteTimeout stays zero: streams are long-lived and are
