@@ -58,15 +58,10 @@ func (u *antUsage) input() (in, cached int, ok bool) {
 type antResponse struct {
 	ID         string            `json:"id"`
 	Type       string            `json:"type"`
-	Content    []antResponseText `json:"content"`
+	Content    []antContentBlock `json:"content"`
 	StopReason string            `json:"stop_reason"`
 	Usage      *antUsage         `json:"usage"`
 	Error      *errorDetail      `json:"error"`
-}
-
-type antResponseText struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
 }
 
 type antEvent struct {

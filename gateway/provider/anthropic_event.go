@@ -78,19 +78,24 @@ func (r *fastReader) antMessage(dst **antEventMessage) bool {
 	})
 }
 
-// antBlock reads content_block_start's block. A repeated member of a block
-// or of a usage is a plain value the struct decoder overwrites, as these do.
+// antBlock reads content_block_start's block.
 func (r *fastReader) antBlock(dst **antContentBlock) bool {
-	return nullable(r, dst, func(b *antContentBlock) bool {
-		return r.object(func(name jsontext.Value) bool {
-			switch string(name) {
-			case `"type"`:
-				return r.strOf(&b.Type, antBlockTypes)
-			case `"text"`:
-				return r.str(&b.Text)
-			}
-			return r.skip(name)
-		})
+	return nullable(r, dst, r.antBlockMembers)
+}
+
+// antBlockMembers reads a content block (or null) into b: a stream's
+// content_block_start, or one of a message's blocks. A repeated member of a
+// block or of a usage is a plain value the struct decoder overwrites, as
+// these do.
+func (r *fastReader) antBlockMembers(b *antContentBlock) bool {
+	return r.object(func(name jsontext.Value) bool {
+		switch string(name) {
+		case `"type"`:
+			return r.strOf(&b.Type, antBlockTypes)
+		case `"text"`:
+			return r.str(&b.Text)
+		}
+		return r.skip(name)
 	})
 }
 

@@ -61,18 +61,9 @@ func (r *fastReader) antResponse(data []byte, resp *antResponse) bool {
 		case `"type"`:
 			return seen.first(1) && r.str(&resp.Type)
 		case `"content"`:
-			return seen.first(2) && r.array(func() { resp.Content = []antResponseText{} }, func() bool {
-				resp.Content = append(resp.Content, antResponseText{})
-				b := &resp.Content[len(resp.Content)-1]
-				return r.object(func(name jsontext.Value) bool {
-					switch string(name) {
-					case `"type"`:
-						return r.strOf(&b.Type, antBlockTypes)
-					case `"text"`:
-						return r.str(&b.Text)
-					}
-					return r.skip(name)
-				})
+			return seen.first(2) && r.array(func() { resp.Content = []antContentBlock{} }, func() bool {
+				resp.Content = append(resp.Content, antContentBlock{})
+				return r.antBlockMembers(&resp.Content[len(resp.Content)-1])
 			})
 		case `"stop_reason"`:
 			return seen.first(3) && r.str(&resp.StopReason)

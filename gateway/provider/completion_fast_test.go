@@ -98,26 +98,23 @@ func TestCompletionDecodersRefuseWhatTheStructDecoderRefuses(t *testing.T) {
 // the struct decoder takes it too and reads the same.
 func completionsAgree(t *testing.T, data []byte) {
 	t.Helper()
+	readerAgrees(t, "openai", data, (*fastReader).oaiResponse)
+	readerAgrees(t, "anthropic", data, (*fastReader).antResponse)
+}
+
+func readerAgrees[T any](t *testing.T, name string, data []byte, read func(*fastReader, []byte, *T) bool) {
+	t.Helper()
 	var r fastReader
-	var fo oaiResponse
-	if r.oaiResponse(data, &fo) {
-		var want oaiResponse
-		if err := decodeJSON(data, &want); err != nil {
-			t.Fatalf("openai reader took %q, the struct decoder refused it: %v", data, err)
-		}
-		if !reflect.DeepEqual(fo, want) {
-			t.Fatalf("%q: openai reader %+v, struct decoder %+v", data, fo, want)
-		}
+	var fast T
+	if !read(&r, data, &fast) {
+		return
 	}
-	var fa antResponse
-	if r.antResponse(data, &fa) {
-		var want antResponse
-		if err := decodeJSON(data, &want); err != nil {
-			t.Fatalf("anthropic reader took %q, the struct decoder refused it: %v", data, err)
-		}
-		if !reflect.DeepEqual(fa, want) {
-			t.Fatalf("%q: anthropic reader %+v, struct decoder %+v", data, fa, want)
-		}
+	var want T
+	if err := decodeJSON(data, &want); err != nil {
+		t.Fatalf("%s reader took %q, the struct decoder refused it: %v", name, data, err)
+	}
+	if !reflect.DeepEqual(fast, want) {
+		t.Fatalf("%q: %s reader %+v, struct decoder %+v", data, name, fast, want)
 	}
 }
 

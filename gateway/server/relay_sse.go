@@ -302,7 +302,7 @@ func (rl *sseRelay) takeBuf() []byte {
 
 // releaseBuf gives the buffer back, in the handle it came in: a fresh
 // handle for every Put was an allocation per flush (docs/BENCHMARK.md,
-// "thirteenth round"). A buffer an unusually long event grew is dropped:
+// "eleventh round"). A buffer an unusually long event grew is dropped:
 // the pool holds no more than a typical stream needs.
 func (rl *sseRelay) releaseBuf() {
 	if rl.buf == nil {

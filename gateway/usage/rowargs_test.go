@@ -36,9 +36,20 @@ func TestRowArgsKeepRepeatedValues(t *testing.T) {
 			t.Fatalf("argument %d has ordinal %d", i, v.Ordinal)
 		}
 	}
-	args = insertArgs(args, b, 0)
+	b.kind = opBegin // an in_progress row: finished_at_us NULL whatever is passed
+	args = insertArgs(args, b, 12345)
 	if got, w := argValues(args), want(b, 0); !reflect.DeepEqual(got[:21], w[:21]) || got[21] != nil {
 		t.Fatalf("second row's arguments\n got %#v\nwant %#v with NULL finished_at_us", got, w)
+	}
+
+	// The update's list: the same record columns, then finished_at_us and
+	// the request id of its WHERE.
+	b.kind = opFinish
+	st := writerStmts{args: &args}
+	upd := argValues(st.finishArgs(b, 777))
+	wantUpd := append(append([]any{}, want(b, 777)[1:20]...), int64(777), b.rec.RequestID) // client_request_id … latency_ms
+	if !reflect.DeepEqual(upd, wantUpd) {
+		t.Fatalf("update arguments\n got %#v\nwant %#v", upd, wantUpd)
 	}
 
 	// Rows b and c differ in the request id and the two times: three

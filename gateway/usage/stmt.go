@@ -104,7 +104,7 @@ func namedArgs(args []driver.NamedValue, vals ...driver.Value) []driver.NamedVal
 // driver.Value allocates (an int64 from 256 on), and from one row to the
 // next most columns repeat (key, alias, provider, model, status, attempts).
 // That was a tenth of a request's allocations (docs/BENCHMARK.md,
-// "thirteenth round").
+// "eleventh round").
 type rowArgs []driver.NamedValue
 
 // sized returns a with n positions, numbered; positions it already had keep
@@ -133,12 +133,3 @@ func (a rowArgs) int(i int, v int64) {
 }
 
 func (a rowArgs) bool(i int, v bool) { a[i].Value = v } // no allocation: a bool is boxed statically
-
-// micros is an int64, or NULL for 0 (a time not set).
-func (a rowArgs) micros(i int, us int64) {
-	if us == 0 {
-		a[i].Value = nil
-		return
-	}
-	a.int(i, us)
-}

@@ -635,62 +635,47 @@ func (s writerStmts) insertArgs(o *op, finished int64) []driver.NamedValue {
 
 // insertArgs sets dst to the insert's arguments for o, as the driver takes
 // them (int64, not int: no converter runs between here and SQLite);
-// finished 0 is NULL, the in_progress row's.
+// finished is a final record's, and NULL for any other op's row.
 func insertArgs(dst []driver.NamedValue, o *op, finished int64) []driver.NamedValue {
-	r := &o.rec
 	a := rowArgs(dst).sized(22)
-	a.str(0, r.RequestID)
-	a.str(1, r.ClientRequestID)
-	a.str(2, r.KeyID)
-	a.str(3, r.KeyFingerprint)
-	a.str(4, r.Alias)
-	a.str(5, r.Provider)
-	a.str(6, r.ProviderModel)
-	a.str(7, r.Status)
-	a.int(8, int64(r.HTTPStatus))
-	a.str(9, r.ErrorType)
-	a.int(10, int64(r.Fallbacks))
-	a.str(11, o.attempts)
-	a.bool(12, r.Stream)
-	a.int(13, int64(r.InputTokens))
-	a.int(14, int64(r.OutputTokens))
-	a.int(15, int64(r.CachedInputTokens))
-	a.int(16, int64(r.ReasoningTokens))
-	a.int(17, int64(r.Cost))
-	a.str(18, r.Currency)
-	a.int(19, r.LatencyMs)
-	a.int(20, toMicros(r.CreatedAt))
-	a.micros(21, finished)
+	a.str(0, o.rec.RequestID)
+	recordArgs(a, 1, o)
+	a.int(20, toMicros(o.rec.CreatedAt))
+	if o.kind == opFinish {
+		a.int(21, finished)
+	} else {
+		a[21].Value = nil // an in_progress row's
+	}
 	return a
 }
 
 // finishArgs are the update's arguments for o, in s.args, the same way.
 func (s writerStmts) finishArgs(o *op, finished int64) []driver.NamedValue {
-	r := &o.rec
 	a := rowArgs(*s.args).sized(21)
-	a.str(0, r.ClientRequestID)
-	a.str(1, r.KeyID)
-	a.str(2, r.KeyFingerprint)
-	a.str(3, r.Alias)
-	a.str(4, r.Provider)
-	a.str(5, r.ProviderModel)
-	a.str(6, r.Status)
-	a.int(7, int64(r.HTTPStatus))
-	a.str(8, r.ErrorType)
-	a.int(9, int64(r.Fallbacks))
-	a.str(10, o.attempts)
-	a.bool(11, r.Stream)
-	a.int(12, int64(r.InputTokens))
-	a.int(13, int64(r.OutputTokens))
-	a.int(14, int64(r.CachedInputTokens))
-	a.int(15, int64(r.ReasoningTokens))
-	a.int(16, int64(r.Cost))
-	a.str(17, r.Currency)
-	a.int(18, r.LatencyMs)
-	a.micros(19, finished)
-	a.str(20, r.RequestID)
+	recordArgs(a, 0, o)
+	a.int(19, finished)
+	a.str(20, o.rec.RequestID)
 	*s.args = a
 	return a
+}
+
+// recordArgs sets the 19 columns the insert and the update share, in their
+// order (client_request_id through latency_ms), from position at.
+func recordArgs(a rowArgs, at int, o *op) {
+	r := &o.rec
+	for i, v := range [...]string{r.ClientRequestID, r.KeyID, r.KeyFingerprint, r.Alias, r.Provider, r.ProviderModel, r.Status} {
+		a.str(at+i, v)
+	}
+	a.int(at+7, int64(r.HTTPStatus))
+	a.str(at+8, r.ErrorType)
+	a.int(at+9, int64(r.Fallbacks))
+	a.str(at+10, o.attempts)
+	a.bool(at+11, r.Stream)
+	for i, v := range [...]int64{int64(r.InputTokens), int64(r.OutputTokens), int64(r.CachedInputTokens), int64(r.ReasoningTokens), int64(r.Cost)} {
+		a.int(at+12+i, v)
+	}
+	a.str(at+17, r.Currency)
+	a.int(at+18, r.LatencyMs)
 }
 
 func changes(res sql.Result, err error) (int64, error) {
