@@ -40,9 +40,12 @@ func (x *exchange) callJSON(ctx context.Context, rt snapshot.Route) (*provider.C
 }
 
 func (x *exchange) answerJSON(c *provider.Completion) {
-	u := x.ownCount(tokens.Count(c.Text))
-	if c.HasUsage {
-		u = c.Usage
+	// The gateway counts the answer itself only when the provider did not:
+	// the count is linear in the answer, and with the provider's usage it was
+	// thrown away (≈ 0.6 % of a JSON request's CPU for a one-sentence answer).
+	u := c.Usage
+	if !c.HasUsage {
+		u = x.ownCount(tokens.Count(c.Text))
 	}
 	x.setUsage(u)
 	body := encodeCompletion(x.rec.RequestID, x.start.Unix(), x.p.alias, c.Text, finishReason(c.FinishReason), usageOf(&x.rec))
@@ -51,7 +54,7 @@ func (x *exchange) answerJSON(c *provider.Completion) {
 	x.finalize(statusSuccess, http.StatusOK)
 	h := x.w.Header()
 	h["Content-Type"] = jsonType
-	h.Set("X-Llmgw-Provider", x.rec.Provider)
+	h[hdrProvider] = []string{x.rec.Provider}
 	x.w.WriteHeader(http.StatusOK)
 	_, _ = x.w.Write(body)
 }
