@@ -144,7 +144,7 @@ func (x *exchange) commit(sa *streamAttempt) *sseRelay {
 	x.waitBegun()
 	h := x.w.Header()
 	h["Content-Type"], h["Cache-Control"], h["X-Accel-Buffering"] = sseContentType, noCache, noBuffering
-	h.Set("X-Llmgw-Provider", sa.route.Provider)
+	h[hdrProvider] = []string{sa.route.Provider}
 	x.w.WriteHeader(http.StatusOK)
 	rl.buf = rl.enc.role(rl.takeBuf())
 	if sa.first.Text != "" {

@@ -42,7 +42,7 @@ var bom = []byte("\xEF\xBB\xBF")
 type Reader struct {
 	in      readBuffer
 	max     int
-	line    []byte // assembles a line longer than br's buffer
+	line    []byte // assembles a line longer than the read buffer
 	rest    []byte // unparsed remainder of the current segment (bare-CR lines)
 	typ     []byte
 	data    []byte
