@@ -1,6 +1,10 @@
 package provider
 
-import "github.com/go-json-experiment/json/jsontext"
+import (
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/llmgw/llmgw/gateway/jsonscan"
+)
 
 // antEventTypes and antDeltaTypes are the types a stream carries, kept as
 // constants so that reading one costs no allocation.
@@ -17,70 +21,70 @@ var antBlockTypes = []string{"text", "tool_use", "thinking"}
 // message_delta with usage) each took the struct decoder longer than all
 // of its content_block_delta events together (BenchmarkDecodeChunk).
 func (r *fastReader) antEvent(data []byte, e *antEvent, scratch *antEventDelta) bool {
-	var seen seenOnce
-	return r.event(data, func(name jsontext.Value) bool {
+	var seen jsonscan.SeenOnce
+	return r.Root(data, func(name jsontext.Value) bool {
 		var ok bool
 		switch string(name) {
 		case `"type"`:
-			ok = seen.first(0) && r.strOf(&e.Type, antEventTypes)
+			ok = seen.First(0) && r.StrOf(&e.Type, antEventTypes)
 		case `"delta"`:
-			ok = seen.first(1) && r.antDelta(e, scratch)
+			ok = seen.First(1) && r.antDelta(e, scratch)
 		case `"message"`:
-			ok = seen.first(2) && r.antMessage(&e.Message)
+			ok = seen.First(2) && r.antMessage(&e.Message)
 		case `"content_block"`:
-			ok = seen.first(3) && r.antBlock(&e.ContentBlock)
+			ok = seen.First(3) && r.antBlock(&e.ContentBlock)
 		case `"usage"`:
-			ok = seen.first(4) && r.antUsage(&e.Usage)
+			ok = seen.First(4) && r.antUsage(&e.Usage)
 		case `"error"`:
 			ok = false
 		default:
-			ok = r.skip(name)
+			ok = r.Skip(name)
 		}
 		return ok
 	})
 }
 
 func (r *fastReader) antDelta(e *antEvent, scratch *antEventDelta) bool {
-	switch r.peek() {
+	switch r.Peek() {
 	case 'n':
 		e.Delta = nil
-		return r.literal("null")
+		return r.Literal("null")
 	case '{':
 	default:
 		return false
 	}
 	*scratch = antEventDelta{}
 	e.Delta = scratch
-	return r.object(func(name jsontext.Value) bool {
+	return r.Object(func(name jsontext.Value) bool {
 		switch string(name) {
 		case `"type"`:
-			return r.strOf(&scratch.Type, antDeltaTypes)
+			return r.StrOf(&scratch.Type, antDeltaTypes)
 		case `"text"`:
-			return r.str(&scratch.Text)
+			return r.Str(&scratch.Text)
 		case `"stop_reason"`:
-			return r.str(&scratch.StopReason)
+			return r.Str(&scratch.StopReason)
 		}
-		return r.skip(name)
+		return r.Skip(name)
 	})
 }
 
 // antMessage reads message_start's message: only its usage matters. A
 // repeated usage is the struct decoder's (it merges the two).
 func (r *fastReader) antMessage(dst **antEventMessage) bool {
-	return nullable(r, dst, func(m *antEventMessage) bool {
-		var seen seenOnce
-		return r.object(func(name jsontext.Value) bool {
+	return jsonscan.Nullable(&r.Reader, dst, func(m *antEventMessage) bool {
+		var seen jsonscan.SeenOnce
+		return r.Object(func(name jsontext.Value) bool {
 			if string(name) != `"usage"` {
-				return r.skip(name)
+				return r.Skip(name)
 			}
-			return seen.first(0) && r.antUsage(&m.Usage)
+			return seen.First(0) && r.antUsage(&m.Usage)
 		})
 	})
 }
 
 // antBlock reads content_block_start's block.
 func (r *fastReader) antBlock(dst **antContentBlock) bool {
-	return nullable(r, dst, r.antBlockMembers)
+	return jsonscan.Nullable(&r.Reader, dst, r.antBlockMembers)
 }
 
 // antBlockMembers reads a content block (or null) into b: a stream's
@@ -88,31 +92,31 @@ func (r *fastReader) antBlock(dst **antContentBlock) bool {
 // block or of a usage is a plain value the struct decoder overwrites, as
 // these do.
 func (r *fastReader) antBlockMembers(b *antContentBlock) bool {
-	return r.object(func(name jsontext.Value) bool {
+	return r.Object(func(name jsontext.Value) bool {
 		switch string(name) {
 		case `"type"`:
-			return r.strOf(&b.Type, antBlockTypes)
+			return r.StrOf(&b.Type, antBlockTypes)
 		case `"text"`:
-			return r.str(&b.Text)
+			return r.Str(&b.Text)
 		}
-		return r.skip(name)
+		return r.Skip(name)
 	})
 }
 
 func (r *fastReader) antUsage(dst **antUsage) bool {
-	return nullable(r, dst, func(u *antUsage) bool {
-		return r.object(func(name jsontext.Value) bool {
+	return jsonscan.Nullable(&r.Reader, dst, func(u *antUsage) bool {
+		return r.Object(func(name jsontext.Value) bool {
 			switch string(name) {
 			case `"input_tokens"`:
-				return r.integerOrNull(&u.InputTokens)
+				return r.IntegerOrNull(&u.InputTokens)
 			case `"output_tokens"`:
-				return r.integerOrNull(&u.OutputTokens)
+				return r.IntegerOrNull(&u.OutputTokens)
 			case `"cache_creation_input_tokens"`:
-				return r.integer(&u.CacheCreationInputTokens)
+				return r.Integer(&u.CacheCreationInputTokens)
 			case `"cache_read_input_tokens"`:
-				return r.integer(&u.CacheReadInputTokens)
+				return r.Integer(&u.CacheReadInputTokens)
 			}
-			return r.skip(name)
+			return r.Skip(name)
 		})
 	})
 }

@@ -1,22 +1,26 @@
 package provider
 
-import "github.com/go-json-experiment/json/jsontext"
+import (
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/llmgw/llmgw/gateway/jsonscan"
+)
 
 // oaiChunk reads an OpenAI stream chunk into c (jsonfast.go); false leaves
 // the chunk to the struct decoder.
 func (r *fastReader) oaiChunk(data []byte, c *oaiChunk) bool {
-	var seen seenOnce
-	return r.event(data, func(name jsontext.Value) bool {
+	var seen jsonscan.SeenOnce
+	return r.Root(data, func(name jsontext.Value) bool {
 		var ok bool
 		switch string(name) {
 		case `"choices"`:
-			ok = seen.first(0) && r.oaiChoices(c)
+			ok = seen.First(0) && r.oaiChoices(c)
 		case `"usage"`:
-			ok = seen.first(1) && r.oaiUsage(&c.Usage)
+			ok = seen.First(1) && r.oaiUsage(&c.Usage)
 		case `"error"`:
-			ok = seen.first(2) && optional(r, &c.Error)
+			ok = seen.First(2) && optional(r, &c.Error)
 		default:
-			ok = r.skip(name)
+			ok = r.Skip(name)
 		}
 		return ok
 	})
@@ -24,45 +28,45 @@ func (r *fastReader) oaiChunk(data []byte, c *oaiChunk) bool {
 
 func (r *fastReader) oaiChoices(c *oaiChunk) bool {
 	c.Choices = c.Choices[:0]
-	if r.peek() == 'n' {
-		return r.literal("null")
+	if r.Peek() == 'n' {
+		return r.Literal("null")
 	}
-	if !r.open('[') {
+	if !r.Open('[') {
 		return false
 	}
-	if r.peek() == ']' {
-		return r.close(']')
+	if r.Peek() == ']' {
+		return r.Close(']')
 	}
 	for {
-		if r.peek() != '{' {
+		if r.Peek() != '{' {
 			return false // a null or non-object element: the struct decoder's call
 		}
 		c.Choices = append(c.Choices, oaiChunkChoice{})
 		ch := &c.Choices[len(c.Choices)-1]
-		ok := r.object(func(name jsontext.Value) bool {
+		ok := r.Object(func(name jsontext.Value) bool {
 			switch string(name) {
 			case `"index"`:
-				return r.integer(&ch.Index)
+				return r.Integer(&ch.Index)
 			case `"delta"`:
-				if r.peek() == 'n' {
+				if r.Peek() == 'n' {
 					ch.Delta.Content = "" // null zeroes it; an object merges
 				}
-				return r.object(func(name jsontext.Value) bool {
+				return r.Object(func(name jsontext.Value) bool {
 					if string(name) == `"content"` {
-						return r.str(&ch.Delta.Content)
+						return r.Str(&ch.Delta.Content)
 					}
-					return r.skip(name)
+					return r.Skip(name)
 				})
 			case `"finish_reason"`:
-				return r.str(&ch.FinishReason)
+				return r.Str(&ch.FinishReason)
 			}
-			return r.skip(name)
+			return r.Skip(name)
 		})
 		if !ok {
 			return false
 		}
-		if !r.eat(',') {
-			return r.close(']')
+		if !r.Eat(',') {
+			return r.Close(']')
 		}
 	}
 }
@@ -71,24 +75,24 @@ func (r *fastReader) oaiChoices(c *oaiChunk) bool {
 // struct decoder took longer for it than for all of a stream's other events
 // (BenchmarkDecodeChunk/openai-usage).
 func (r *fastReader) oaiUsage(dst **oaiUsage) bool {
-	return nullable(r, dst, func(u *oaiUsage) bool {
-		var seen seenOnce
-		return r.object(func(name jsontext.Value) bool {
+	return jsonscan.Nullable(&r.Reader, dst, func(u *oaiUsage) bool {
+		var seen jsonscan.SeenOnce
+		return r.Object(func(name jsontext.Value) bool {
 			switch string(name) {
 			case `"prompt_tokens"`:
-				return seen.first(0) && r.integer(&u.PromptTokens)
+				return seen.First(0) && r.Integer(&u.PromptTokens)
 			case `"completion_tokens"`:
-				return seen.first(1) && r.integer(&u.CompletionTokens)
+				return seen.First(1) && r.Integer(&u.CompletionTokens)
 			case `"prompt_tokens_details"`:
-				return seen.first(2) && nullable(r, &u.PromptTokensDetails, func(d *oaiPromptDetails) bool {
-					return r.soleCount(`"cached_tokens"`, &d.CachedTokens)
+				return seen.First(2) && jsonscan.Nullable(&r.Reader, &u.PromptTokensDetails, func(d *oaiPromptDetails) bool {
+					return r.SoleCount(`"cached_tokens"`, &d.CachedTokens)
 				})
 			case `"completion_tokens_details"`:
-				return seen.first(3) && nullable(r, &u.CompletionTokensDetails, func(d *oaiCompletionDetails) bool {
-					return r.soleCount(`"reasoning_tokens"`, &d.ReasoningTokens)
+				return seen.First(3) && jsonscan.Nullable(&r.Reader, &u.CompletionTokensDetails, func(d *oaiCompletionDetails) bool {
+					return r.SoleCount(`"reasoning_tokens"`, &d.ReasoningTokens)
 				})
 			}
-			return r.skip(name)
+			return r.Skip(name)
 		})
 	})
 }
