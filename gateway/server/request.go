@@ -17,6 +17,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/llmgw/llmgw/api/keyformat"
+	"github.com/llmgw/llmgw/gateway/jsonscan"
 	"github.com/llmgw/llmgw/gateway/provider"
 )
 
@@ -55,6 +56,8 @@ type chatRequest struct {
 	Store             jsontext.Value `json:"store"`
 	Metadata          jsontext.Value `json:"metadata"`
 	ReasoningEffort   jsontext.Value `json:"reasoning_effort"`
+
+	scan jsonscan.Reader // scanChatRequest's; the decoder ignores unexported fields
 }
 
 type streamOptions struct {
@@ -112,8 +115,11 @@ func parseChatRequest(body []byte, lim limits, countTokens func(string) int) (*p
 	}
 	cr := chatRequests.Get().(*chatRequest)
 	defer putChatRequest(cr)
-	if err := json.Unmarshal(body, cr, strictJSON); err != nil {
-		return nil, decodeError(err, body)
+	if !scanChatRequest(body, cr) {
+		*cr = chatRequest{} // what the scan filled before it gave up
+		if err := json.Unmarshal(body, cr, strictJSON); err != nil {
+			return nil, decodeError(err, body)
+		}
 	}
 	if e := rejectUnsupported(cr); e != nil {
 		return nil, e
@@ -300,7 +306,10 @@ func flattenContent(raw jsontext.Value, i int) (string, *apiError) {
 	}
 	if raw[0] == '"' {
 		// The body's decode has checked the string already; unquoting it
-		// needs no reflection.
+		// needs no reflection, and one without an escape is its bytes.
+		if bytes.IndexByte(raw, '\\') < 0 {
+			return string(raw[1 : len(raw)-1]), nil
+		}
 		s, err := jsontext.AppendUnquote(nil, raw)
 		if err != nil {
 			return "", errInvalid("invalid_type", msgParam(i, ".content"), "content must be a string or an array of text parts")
