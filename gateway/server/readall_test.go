@@ -3,7 +3,10 @@ package server
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -40,5 +43,34 @@ func TestReadAllSizesFromTheLength(t *testing.T) {
 	boom := errors.New("boom")
 	if _, err := readAll(io.MultiReader(strings.NewReader("abc"), iotest.ErrReader(boom)), 10); !errors.Is(err, boom) {
 		t.Fatalf("a failing reader: %v, want boom", err)
+	}
+}
+
+// TestReadBodyClosesTheBody: a body read to its end is closed, so net/http
+// has nothing to look for when the response head is written (an open body
+// costs a copy into io.Discard per request); what was read is intact.
+func TestReadBodyClosesTheBody(t *testing.T) {
+	const payload = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, e := readBody(w, r, 1<<20)
+		if e != nil || string(body) != payload {
+			http.Error(w, "read "+string(body), http.StatusBadRequest)
+			return
+		}
+		if _, err := r.Body.Read(make([]byte, 1)); err == nil || err == io.EOF {
+			http.Error(w, fmt.Sprintf("a read after readBody: %v, want the closed body's error", err), http.StatusConflict)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("%d %s", resp.StatusCode, msg)
 	}
 }
