@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 )
 
@@ -89,7 +88,13 @@ type antEventDelta struct {
 }
 
 func encodeAnthropic(req *Request, stream bool) ([]byte, error) {
-	r := antRequest{
+	r := anthropicRequestOf(req, stream)
+	return marshalRequest(r, r.Temperature, r.TopP)
+}
+
+// anthropicRequestOf is the protocol's request for req.
+func anthropicRequestOf(req *Request, stream bool) *antRequest {
+	r := &antRequest{
 		Model:         req.Model,
 		MaxTokens:     defaultMaxTokens,
 		Temperature:   req.Temperature,
@@ -123,7 +128,7 @@ func encodeAnthropic(req *Request, stream bool) ([]byte, error) {
 		r.Messages = append(r.Messages, antMessage(m))
 	}
 	r.System = strings.Join(system, messageSeparator)
-	return json.Marshal(&r)
+	return r
 }
 
 // finishReason maps the protocol's stop_reason to OpenAI's vocabulary. Reasons

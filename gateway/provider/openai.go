@@ -3,7 +3,6 @@ package provider
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 )
 
 // openAI speaks the chat-completions protocol.
@@ -98,7 +97,13 @@ type oaiChunkChoice struct {
 }
 
 func encodeOpenAI(req *Request, stream bool) ([]byte, error) {
-	r := oaiRequest{
+	r := openAIRequestOf(req, stream)
+	return marshalRequest(r, r.Temperature, r.TopP)
+}
+
+// openAIRequestOf is the protocol's request for req.
+func openAIRequestOf(req *Request, stream bool) *oaiRequest {
+	r := &oaiRequest{
 		Model:       req.Model,
 		Messages:    make([]oaiMessage, len(req.Messages)),
 		MaxTokens:   req.MaxTokens,
@@ -115,7 +120,7 @@ func encodeOpenAI(req *Request, stream bool) ([]byte, error) {
 		// Without it the protocol sends no usage in a stream.
 		r.StreamOptions = &oaiStreamOption{IncludeUsage: true}
 	}
-	return json.Marshal(&r)
+	return r
 }
 
 func (a *openAI) Complete(ctx context.Context, req *Request) (*Completion, error) {

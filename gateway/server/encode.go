@@ -3,6 +3,7 @@ package server
 import (
 	"strconv"
 
+	"github.com/llmgw/llmgw/gateway/jsonenc"
 	"github.com/llmgw/llmgw/gateway/usage"
 )
 
@@ -19,11 +20,11 @@ type chunkEncoder struct {
 func newChunkEncoder(requestID string, created int64, alias string, includeUsage bool) *chunkEncoder {
 	p := make([]byte, 0, 160)
 	p = append(p, `data: {"id":`...)
-	p = appendJSONString(p, "chatcmpl-"+requestID)
+	p = jsonenc.AppendString(p, "chatcmpl-"+requestID)
 	p = append(p, `,"object":"chat.completion.chunk","created":`...)
 	p = strconv.AppendInt(p, created, 10)
 	p = append(p, `,"model":`...)
-	p = appendJSONString(p, alias)
+	p = jsonenc.AppendString(p, alias)
 	p = append(p, `,"choices":[`...)
 	e := &chunkEncoder{prefix: p}
 	if includeUsage {
@@ -42,7 +43,7 @@ func (e *chunkEncoder) role(b []byte) []byte {
 func (e *chunkEncoder) content(b []byte, text string) []byte {
 	b = append(b, e.prefix...)
 	b = append(b, `{"index":0,"delta":{"content":`...)
-	b = appendJSONString(b, text)
+	b = jsonenc.AppendString(b, text)
 	b = append(b, `},"finish_reason":null}]`...)
 	b = append(b, e.usageTag...)
 	return append(b, "}\n\n"...)
@@ -51,7 +52,7 @@ func (e *chunkEncoder) content(b []byte, text string) []byte {
 func (e *chunkEncoder) finish(b []byte, reason string) []byte {
 	b = append(b, e.prefix...)
 	b = append(b, `{"index":0,"delta":{},"finish_reason":`...)
-	b = appendJSONString(b, reason)
+	b = jsonenc.AppendString(b, reason)
 	b = append(b, "}]"...)
 	b = append(b, e.usageTag...)
 	return append(b, "}\n\n"...)
@@ -103,11 +104,11 @@ func encodeCompletion(requestID string, created int64, alias, text, finish strin
 	b = append(b, `","object":"chat.completion","created":`...)
 	b = strconv.AppendInt(b, created, 10)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, alias)
+	b = jsonenc.AppendString(b, alias)
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
-	b = appendJSONString(b, text)
+	b = jsonenc.AppendString(b, text)
 	b = append(b, `},"finish_reason":`...)
-	b = appendJSONString(b, finish)
+	b = jsonenc.AppendString(b, finish)
 	b = append(b, `}],"usage":`...)
 	b = appendUsageJSON(b, u)
 	return append(b, "}\n"...)

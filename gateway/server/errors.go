@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/llmgw/llmgw/gateway/jsonenc"
 )
 
 // Error types: the stable, documented vocabulary of the gateway's error shape
@@ -41,19 +43,19 @@ func errInvalid(code, param, msg string) *apiError {
 // stable for tests.
 func appendErrorJSON(b []byte, e *apiError, requestID string) []byte {
 	b = append(b, `{"error":{"message":`...)
-	b = appendJSONString(b, e.message)
+	b = jsonenc.AppendString(b, e.message)
 	b = append(b, `,"type":`...)
-	b = appendJSONString(b, e.typ)
+	b = jsonenc.AppendString(b, e.typ)
 	b = append(b, `,"code":`...)
-	b = appendJSONString(b, e.code)
+	b = jsonenc.AppendString(b, e.code)
 	b = append(b, `,"param":`...)
 	if e.param == "" {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONString(b, e.param)
+		b = jsonenc.AppendString(b, e.param)
 	}
 	b = append(b, `,"request_id":`...)
-	b = appendJSONString(b, requestID)
+	b = jsonenc.AppendString(b, requestID)
 	if e.retryAfter > 0 {
 		b = append(b, `,"retry_after_ms":`...)
 		b = strconv.AppendInt(b, e.retryAfter.Milliseconds(), 10)
