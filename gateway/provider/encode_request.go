@@ -33,19 +33,9 @@ func (r *oaiRequest) appendJSON(b []byte) []byte {
 		}))
 	}
 	b = jsonenc.AppendString(append(b, `{"model":`...), r.Model)
-	b = append(b, `,"messages":`...)
-	if r.Messages == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range r.Messages {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendMessage(b, r.Messages[i].Role, r.Messages[i].Content)
-		}
-		b = append(b, ']')
-	}
+	b = appendMessages(append(b, `,"messages":`...), r.Messages == nil, len(r.Messages), func(i int) (string, string) {
+		return r.Messages[i].Role, r.Messages[i].Content
+	})
 	if r.MaxTokens != nil {
 		b = strconv.AppendInt(append(b, `,"max_tokens":`...), int64(*r.MaxTokens), 10)
 	}
@@ -80,19 +70,9 @@ func (r *antRequest) appendJSON(b []byte) []byte {
 	if r.System != "" {
 		b = jsonenc.AppendString(append(b, `,"system":`...), r.System)
 	}
-	b = append(b, `,"messages":`...)
-	if r.Messages == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range r.Messages {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendMessage(b, r.Messages[i].Role, r.Messages[i].Content)
-		}
-		b = append(b, ']')
-	}
+	b = appendMessages(append(b, `,"messages":`...), r.Messages == nil, len(r.Messages), func(i int) (string, string) {
+		return r.Messages[i].Role, r.Messages[i].Content
+	})
 	b = strconv.AppendInt(append(b, `,"max_tokens":`...), int64(r.MaxTokens), 10)
 	b = appendSampling(b, r.Temperature, r.TopP)
 	if len(r.StopSequences) > 0 {
@@ -121,10 +101,23 @@ func requestSize(model, user string, stop []string, messages int, message func(i
 	return n
 }
 
-func appendMessage(b []byte, role, content string) []byte {
-	b = jsonenc.AppendString(append(b, `{"role":`...), role)
-	b = jsonenc.AppendString(append(b, `,"content":`...), content)
-	return append(b, '}')
+// appendMessages appends a protocol's messages (null for a nil slice, as
+// Marshal writes it); message(i) is the i-th one's role and content.
+func appendMessages(b []byte, null bool, n int, message func(int) (role, content string)) []byte {
+	if null {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		role, content := message(i)
+		b = jsonenc.AppendString(append(b, `{"role":`...), role)
+		b = jsonenc.AppendString(append(b, `,"content":`...), content)
+		b = append(b, '}')
+	}
+	return append(b, ']')
 }
 
 func appendSampling(b []byte, temperature, topP *float64) []byte {
