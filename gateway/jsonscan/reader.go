@@ -441,6 +441,52 @@ func (r *Reader) IntegerOrNull(dst **int) bool {
 	return true
 }
 
+// BoolOrNull reads true or false, or null as a nil pointer.
+func (r *Reader) BoolOrNull(dst **bool) bool {
+	var v bool
+	switch r.Peek() {
+	case 'n':
+		*dst = nil
+		return r.Literal("null")
+	case 't':
+		v = true
+		if !r.Literal("true") {
+			return false
+		}
+	case 'f':
+		if !r.Literal("false") {
+			return false
+		}
+	default:
+		return false
+	}
+	*dst = &v
+	return true
+}
+
+// FloatOrNull reads a number, or null as a nil pointer. A number
+// strconv.ParseFloat refuses (out of range) is the struct decoder's to
+// report.
+func (r *Reader) FloatOrNull(dst **float64) bool {
+	if r.Peek() == 'n' {
+		*dst = nil
+		return r.Literal("null")
+	}
+	if r.Peek() != '0' {
+		return false
+	}
+	v, ok := r.Value()
+	if !ok {
+		return false
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	if err != nil {
+		return false
+	}
+	*dst = &f
+	return true
+}
+
 // SeenOnce marks which of an object's members (by the caller's index) were
 // read. A repeated one is left to the struct decoder, which merges a
 // repeated object and overwrites a repeated value.

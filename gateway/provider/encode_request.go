@@ -14,28 +14,23 @@ import (
 // Marshal's reflection was about 1 % of the gateway's CPU a stream at c=8
 // (BenchmarkEncodeRequest).
 
-// marshalRequest encodes r with json.Marshal when appendJSON cannot: a
+// marshalRequest encodes r with json.Marshal when encodeJSON cannot: a
 // number Marshal refuses (NaN or an infinity, which validation keeps out)
 // gets Marshal's error.
-func marshalRequest[R interface{ appendJSON([]byte) []byte }](r R, floats ...*float64) ([]byte, error) {
+func marshalRequest[R interface{ encodeJSON() []byte }](r R, floats ...*float64) ([]byte, error) {
 	for _, f := range floats {
 		if f != nil && (math.IsNaN(*f) || math.IsInf(*f, 0)) {
 			return json.Marshal(r)
 		}
 	}
-	return r.appendJSON(nil), nil
+	return r.encodeJSON(), nil
 }
 
-func (r *oaiRequest) appendJSON(b []byte) []byte {
-	if b == nil {
-		b = make([]byte, 0, requestSize(r.Model, r.User, r.Stop, len(r.Messages), func(i int) int {
-			return len(r.Messages[i].Role) + len(r.Messages[i].Content)
-		}))
-	}
+func (r *oaiRequest) encodeJSON() []byte {
+	message := func(i int) (string, string) { return r.Messages[i].Role, r.Messages[i].Content }
+	b := make([]byte, 0, requestSize(r.Model, r.User, r.Stop, len(r.Messages), message))
 	b = jsonenc.AppendString(append(b, `{"model":`...), r.Model)
-	b = appendMessages(append(b, `,"messages":`...), r.Messages == nil, len(r.Messages), func(i int) (string, string) {
-		return r.Messages[i].Role, r.Messages[i].Content
-	})
+	b = appendMessages(append(b, `,"messages":`...), r.Messages == nil, len(r.Messages), message)
 	if r.MaxTokens != nil {
 		b = strconv.AppendInt(append(b, `,"max_tokens":`...), int64(*r.MaxTokens), 10)
 	}
@@ -56,23 +51,18 @@ func (r *oaiRequest) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-func (r *antRequest) appendJSON(b []byte) []byte {
-	if b == nil {
-		user := ""
-		if r.Metadata != nil {
-			user = r.Metadata.UserID
-		}
-		b = make([]byte, 0, len(r.System)+requestSize(r.Model, user, r.StopSequences, len(r.Messages), func(i int) int {
-			return len(r.Messages[i].Role) + len(r.Messages[i].Content)
-		}))
+func (r *antRequest) encodeJSON() []byte {
+	message := func(i int) (string, string) { return r.Messages[i].Role, r.Messages[i].Content }
+	user := ""
+	if r.Metadata != nil {
+		user = r.Metadata.UserID
 	}
+	b := make([]byte, 0, len(r.System)+requestSize(r.Model, user, r.StopSequences, len(r.Messages), message))
 	b = jsonenc.AppendString(append(b, `{"model":`...), r.Model)
 	if r.System != "" {
 		b = jsonenc.AppendString(append(b, `,"system":`...), r.System)
 	}
-	b = appendMessages(append(b, `,"messages":`...), r.Messages == nil, len(r.Messages), func(i int) (string, string) {
-		return r.Messages[i].Role, r.Messages[i].Content
-	})
+	b = appendMessages(append(b, `,"messages":`...), r.Messages == nil, len(r.Messages), message)
 	b = strconv.AppendInt(append(b, `,"max_tokens":`...), int64(r.MaxTokens), 10)
 	b = appendSampling(b, r.Temperature, r.TopP)
 	if len(r.StopSequences) > 0 {
@@ -90,10 +80,11 @@ func (r *antRequest) appendJSON(b []byte) []byte {
 
 // requestSize is about what a request's JSON takes (more only where a
 // string needs escapes), so that it is appended into one allocation.
-func requestSize(model, user string, stop []string, messages int, message func(int) int) int {
+func requestSize(model, user string, stop []string, messages int, message func(int) (role, content string)) int {
 	n := 160 + len(model) + len(user) + 28*messages
 	for i := range messages {
-		n += message(i)
+		role, content := message(i)
+		n += len(role) + len(content)
 	}
 	for _, s := range stop {
 		n += len(s) + 3

@@ -39,7 +39,7 @@ func errInvalid(code, param, msg string) *apiError {
 }
 
 // appendErrorJSON writes the error body; hand-assembled around
-// appendJSONString so error paths cost no reflection and field order is
+// jsonenc.AppendString so error paths cost no reflection and field order is
 // stable for tests.
 func appendErrorJSON(b []byte, e *apiError, requestID string) []byte {
 	b = append(b, `{"error":{"message":`...)

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"strconv"
-
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/llmgw/llmgw/gateway/jsonscan"
@@ -33,12 +31,12 @@ func scanChatRequest(body []byte, cr *chatRequest) bool {
 		case `"messages"`:
 			return seen.First(1) && scanMessages(r, cr)
 		case `"stream"`:
-			return seen.First(2) && scanBool(r, &cr.Stream)
+			return seen.First(2) && r.BoolOrNull(&cr.Stream)
 		case `"stream_options"`:
 			return seen.First(3) && jsonscan.Nullable(r, &cr.StreamOptions, func(o *streamOptions) bool {
 				var seenOpt jsonscan.SeenOnce
 				return r.Object(func(name jsontext.Value) bool {
-					return string(name) == `"include_usage"` && seenOpt.First(0) && scanBool(r, &o.IncludeUsage)
+					return string(name) == `"include_usage"` && seenOpt.First(0) && r.BoolOrNull(&o.IncludeUsage)
 				})
 			})
 		case `"max_tokens"`:
@@ -46,9 +44,9 @@ func scanChatRequest(body []byte, cr *chatRequest) bool {
 		case `"max_completion_tokens"`:
 			return seen.First(5) && r.IntegerOrNull(&cr.MaxCompletionTokens)
 		case `"temperature"`:
-			return seen.First(6) && scanFloat(r, &cr.Temperature)
+			return seen.First(6) && r.FloatOrNull(&cr.Temperature)
 		case `"top_p"`:
-			return seen.First(7) && scanFloat(r, &cr.TopP)
+			return seen.First(7) && r.FloatOrNull(&cr.TopP)
 		case `"stop"`:
 			return seen.First(8) && scanStop(r, &cr.Stop)
 		case `"user"`:
@@ -90,51 +88,6 @@ func scanMessages(r *jsonscan.Reader, cr *chatRequest) bool {
 	})
 }
 
-// scanBool reads true, false or null (a nil pointer).
-func scanBool(r *jsonscan.Reader, dst **bool) bool {
-	var v bool
-	switch r.Peek() {
-	case 'n':
-		*dst = nil
-		return r.Literal("null")
-	case 't':
-		v = true
-		if !r.Literal("true") {
-			return false
-		}
-	case 'f':
-		if !r.Literal("false") {
-			return false
-		}
-	default:
-		return false
-	}
-	*dst = &v
-	return true
-}
-
-// scanFloat reads a number or null (a nil pointer). A number ParseFloat
-// refuses (out of range) is the decoder's to report.
-func scanFloat(r *jsonscan.Reader, dst **float64) bool {
-	if r.Peek() == 'n' {
-		*dst = nil
-		return r.Literal("null")
-	}
-	if r.Peek() != '0' {
-		return false
-	}
-	v, ok := r.Value()
-	if !ok {
-		return false
-	}
-	f, err := strconv.ParseFloat(string(v), 64)
-	if err != nil {
-		return false
-	}
-	*dst = &f
-	return true
-}
-
 // scanStop reads a string or an array of strings, kept as the value's
 // bytes as the decoder keeps them (parseStop reads them); anything nested
 // deeper, whose names the strict decoder checks for duplicates, is its call.
@@ -147,12 +100,14 @@ func scanStop(r *jsonscan.Reader, dst **jsontext.Value) bool {
 		}
 	case '[':
 		r.Open('[')
-		for empty := r.Peek() == ']'; !empty; {
-			if r.Peek() != '"' || !r.SkipString() {
-				return false // an element that is not a string, or a bad one
-			}
-			if !r.Eat(',') {
-				break
+		if r.Peek() != ']' {
+			for {
+				if r.Peek() != '"' || !r.SkipString() {
+					return false // an element that is not a string, or a bad one
+				}
+				if !r.Eat(',') {
+					break
+				}
 			}
 		}
 		if !r.Close(']') {
