@@ -1,12 +1,19 @@
 package provider
 
-import "io"
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http/httptrace"
+)
 
 // requestBody is an upstream request's body that lets go of its bytes once
 // they are read or it is closed. The transport keeps the request, body and
 // GetBody included, until the answer ends: for a stream that is its whole
 // life, and a long prompt's encoded copy stayed with it (docs/BENCHMARK.md,
 // "tenth round"). net/http closes a request's body once it is written.
+// GetBody hands one out for a request sent again; the first send uses a
+// sentBody.
 type requestBody struct {
 	b   []byte
 	off int
@@ -26,3 +33,31 @@ func (r *requestBody) Close() error {
 	r.b = nil
 	return nil
 }
+
+// sentBody is the first send's body: a *bytes.Reader behind io.NopCloser,
+// which net/http knows to be in memory, so the request's head and body go
+// out in one write. For any other body type the transport flushes the head
+// on its own first: a second system call and TCP segment for every
+// request, and a copy buffer the size of the body (docs/BENCHMARK.md,
+// "thirteenth round"). The reader cannot let go of its bytes itself the
+// way requestBody does, so the trace's WroteRequest, which the transport
+// calls on its writing goroutine once the body has been copied out, empties
+// it.
+type sentBody struct {
+	r     bytes.Reader
+	trace httptrace.ClientTrace
+}
+
+// newSentBody returns the body for b and ctx with the trace that empties
+// it once written.
+func newSentBody(ctx context.Context, b []byte) (context.Context, io.ReadCloser) {
+	s := &sentBody{}
+	s.r.Reset(b)
+	if ctx == nil { // NewRequestWithContext refuses it
+		return ctx, io.NopCloser(&s.r)
+	}
+	s.trace.WroteRequest = s.wrote
+	return httptrace.WithClientTrace(ctx, &s.trace), io.NopCloser(&s.r)
+}
+
+func (s *sentBody) wrote(httptrace.WroteRequestInfo) { s.r.Reset(nil) }

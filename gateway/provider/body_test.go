@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -72,5 +75,63 @@ func TestRequestBodyLetsGoOfItsBytes(t *testing.T) {
 	_ = rb.Close()
 	if rb.b != nil {
 		t.Fatal("bytes kept after Close")
+	}
+}
+
+// writeCounter counts the writes on every connection its transport dials.
+type writeCounter struct {
+	net.Conn
+	writes *atomic.Int32
+}
+
+func (w writeCounter) Write(p []byte) (int, error) {
+	w.writes.Add(1)
+	return w.Conn.Write(p)
+}
+
+// A request's head and body leave in one write: with a body type net/http
+// does not know to be in memory, it flushes the head on its own first.
+func TestRequestGoesOutInOneWrite(t *testing.T) {
+	for _, tc := range []struct {
+		protocol, contentType, answer string
+		stream                        bool
+	}{
+		{ProtocolOpenAI, "application/json", `{"choices":[{"message":{"content":"x"}}]}`, false},
+		{ProtocolOpenAI, "text/event-stream", oaiPre + oaiText("hi") + oaiFinish + oaiDone, true},
+		{ProtocolAnthropic, "application/json", `{"content":[{"type":"text","text":"x"}],"stop_reason":"end_turn"}`, false},
+	} {
+		t.Run(tc.protocol+"/"+tc.contentType, func(t *testing.T) {
+			srv, seen := upstream(t, reply(200, tc.contentType, tc.answer))
+			var writes atomic.Int32
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return writeCounter{c, &writes}, nil
+			}
+			t.Cleanup(tr.CloseIdleConnections)
+			a := newAdapter(t, tc.protocol, srv.URL, func(c *Config) { c.Client = &http.Client{Transport: tr} })
+			long := &Request{Model: "m", Messages: []Message{{Role: "user", Content: strings.Repeat("a", 1000)}}}
+			if tc.stream {
+				st, err := a.Stream(testCtx(t), long)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := drain(st); err != io.EOF {
+					t.Fatal(err)
+				}
+				_ = st.Close()
+			} else if _, err := a.Complete(testCtx(t), long); err != nil {
+				t.Fatal(err)
+			}
+			if got := <-seen; len(got.body) < 1000 {
+				t.Fatalf("upstream saw %d B", len(got.body))
+			}
+			if n := writes.Load(); n != 1 {
+				t.Fatalf("the request took %d writes, want 1", n)
+			}
+		})
 	}
 }

@@ -140,7 +140,8 @@ func (b *base) seal(e *Error) *Error {
 
 // post sends one request and returns a 2xx response; everything else is an *Error.
 func (b *base) post(ctx context.Context, body []byte, stream bool) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.endpoint, &requestBody{b: body})
+	ctx, first := newSentBody(ctx, body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.endpoint, first)
 	if err != nil {
 		// Only a nil ctx gets here: the endpoint was validated by New.
 		return nil, b.seal(&Error{Kind: KindProtocol, Message: "cannot build request"})
