@@ -53,9 +53,6 @@ type sentBody struct {
 func newSentBody(ctx context.Context, b []byte) (context.Context, io.ReadCloser) {
 	s := &sentBody{}
 	s.r.Reset(b)
-	if ctx == nil { // NewRequestWithContext refuses it
-		return ctx, io.NopCloser(&s.r)
-	}
 	s.trace.WroteRequest = s.wrote
 	return httptrace.WithClientTrace(ctx, &s.trace), io.NopCloser(&s.r)
 }

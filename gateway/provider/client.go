@@ -36,14 +36,16 @@ const (
 type base struct {
 	name      string
 	endpoint  string
+	target    *http.Request // POST endpoint, copied for every request (post)
 	client    *http.Client
 	transport *http.Transport // nil when the caller shares its own Client
 	redactor  *strings.Replacer
 
 	// headers are the request headers, built once: [0] for a JSON answer,
 	// [1] for a stream. Every request shares them read-only, as net/http
-	// allows (a RoundTripper must not modify the request; the Client copies
-	// the headers before it adds any): five fewer allocations a request.
+	// allows (a RoundTripper must not modify the request): five fewer
+	// allocations a request. A caller's Client with a cookie jar writes the
+	// jar's cookies into the request's map; its requests get a copy (post).
 	headers [2]http.Header
 }
 
@@ -140,12 +142,16 @@ func (b *base) seal(e *Error) *Error {
 
 // post sends one request and returns a 2xx response; everything else is an *Error.
 func (b *base) post(ctx context.Context, body []byte, stream bool) (*http.Response, error) {
-	ctx, first := newSentBody(ctx, body)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.endpoint, first)
-	if err != nil {
-		// Only a nil ctx gets here: the endpoint was validated by New.
+	if ctx == nil { // WithContext would panic; NewRequestWithContext refused it
 		return nil, b.seal(&Error{Kind: KindProtocol, Message: "cannot build request"})
 	}
+	ctx, first := newSentBody(ctx, body)
+	// A copy of the template: what NewRequestWithContext would build,
+	// without parsing the endpoint again or making a header map that is
+	// replaced below. The copies share the template's URL, read-only, as
+	// WithContext's copies do.
+	req := b.target.WithContext(ctx)
+	req.Body = first
 	// What NewRequest sets for a bytes.Reader: the length (else the body
 	// would go chunked) and GetBody, which lets the transport send the
 	// request again on a pooled connection that turned out to be closed
@@ -153,10 +159,13 @@ func (b *base) post(ctx context.Context, body []byte, stream bool) (*http.Respon
 	// it returns no retry can come, and body is let go (requestBody).
 	req.ContentLength = int64(len(body))
 	req.GetBody = func() (io.ReadCloser, error) { return &requestBody{b: body}, nil }
+	req.Header = b.headers[0]
 	if stream {
 		req.Header = b.headers[1]
-	} else {
-		req.Header = b.headers[0]
+	}
+	if b.client.Jar != nil {
+		// http.Client adds the jar's cookies to the request's own map.
+		req.Header = req.Header.Clone()
 	}
 	resp, err := b.send(req)
 	body = nil

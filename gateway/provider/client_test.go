@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -200,5 +202,31 @@ func TestCloseAfterDoneIsBounded(t *testing.T) {
 	s.Close()
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("Close took %v", d)
+	}
+}
+
+// A caller's Client with a cookie jar adds the jar's cookies to each
+// request's header map: never to the map every request shares.
+func TestJarCookiesStayOnTheirRequest(t *testing.T) {
+	srv, got := upstream(t, reply(200, "application/json", `{"choices":[{"message":{"content":"x"}}]}`))
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(srv.URL)
+	jar.SetCookies(u, []*http.Cookie{{Name: "session", Value: "s1"}})
+	a := newAdapter(t, ProtocolOpenAI, srv.URL, func(c *Config) { c.Client = &http.Client{Jar: jar} })
+	for range 2 {
+		if _, err := a.Complete(testCtx(t), minimalRequest); err != nil {
+			t.Fatal(err)
+		}
+		if c := (<-got).header.Values("Cookie"); len(c) != 1 || c[0] != "session=s1" {
+			t.Fatalf("upstream saw Cookie %q, want one session=s1", c)
+		}
+	}
+	for _, h := range a.(*openAI).headers {
+		if v := h.Get("Cookie"); v != "" {
+			t.Fatalf("the shared headers carry Cookie %q", v)
+		}
 	}
 }

@@ -149,6 +149,9 @@ func New(cfg Config) (Adapter, error) {
 	}
 	b := newBase(cfg, u)
 	b.endpoint = joinEndpoint(u, path)
+	if b.target, err = http.NewRequest(http.MethodPost, b.endpoint, nil); err != nil {
+		return nil, fmt.Errorf("provider %s: base URL must be an absolute http(s) URL", cfg.Name)
+	}
 	if cfg.Credential != "" {
 		extra = append(extra, [2]string{authHeader, authValue})
 	}
