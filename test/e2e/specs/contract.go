@@ -56,11 +56,19 @@ const (
 // callsOf reads both mocks' counters.
 func callsOf(ctx context.Context, t *Target) (alpha, beta mockproviders.Calls) {
 	GinkgoHelper()
-	var err error
-	alpha, err = MockCalls(ctx, t.MockAlpha)
-	Expect(err).NotTo(HaveOccurred(), "GET /mock/calls of mock-alpha")
-	beta, err = MockCalls(ctx, t.MockBeta)
-	Expect(err).NotTo(HaveOccurred(), "GET /mock/calls of mock-beta")
+	// A mock counts a call's status when its handler returns, which can be
+	// after the gateway has relayed the answer's last byte (an error event,
+	// then the handler ends): read once every call that arrived has ended,
+	// so a call is never counted in the next window's by_status.
+	Eventually(func(g Gomega) {
+		var err error
+		alpha, err = MockCalls(ctx, t.MockAlpha)
+		g.Expect(err).NotTo(HaveOccurred(), "GET /mock/calls of mock-alpha")
+		beta, err = MockCalls(ctx, t.MockBeta)
+		g.Expect(err).NotTo(HaveOccurred(), "GET /mock/calls of mock-beta")
+		g.Expect(alpha.Done).To(Equal(alpha.Total), "mock-alpha calls still running")
+		g.Expect(beta.Done).To(Equal(beta.Total), "mock-beta calls still running")
+	}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
 	return alpha, beta
 }
 
