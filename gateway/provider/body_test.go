@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -133,5 +134,48 @@ func TestRequestGoesOutInOneWrite(t *testing.T) {
 				t.Fatalf("the request took %d writes, want 1", n)
 			}
 		})
+	}
+}
+
+// Over HTTP/2 (an https provider: the transport attempts it) the body goes
+// out whole, with its length, for both kinds of call; the trace that empties
+// the body runs on the transport's writing goroutine there too (-race).
+func TestRequestOverHTTP2(t *testing.T) {
+	type seen struct {
+		proto string
+		n     int
+		cl    int64
+	}
+	got := make(chan seen, 8)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seen{r.Proto, len(b), r.ContentLength}
+		if strings.Contains(string(b), `"stream":true`) {
+			reply(200, "text/event-stream", oaiPre+oaiText("hi")+oaiFinish+oaiDone)(w, r)
+			return
+		}
+		reply(200, "application/json", `{"choices":[{"message":{"content":"x"}}]}`)(w, r)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	a := newAdapter(t, ProtocolOpenAI, srv.URL, func(c *Config) { c.Client = srv.Client() })
+	long := &Request{Model: "m", Messages: []Message{{Role: "user", Content: strings.Repeat("a", 100_000)}}}
+	if _, err := a.Complete(testCtx(t), long); err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.Stream(testCtx(t), long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := drain(st); err != io.EOF {
+		t.Fatal(err)
+	}
+	_ = st.Close()
+	for range 2 {
+		s := <-got
+		if s.proto != "HTTP/2.0" || s.n < 100_000 || s.cl != int64(s.n) {
+			t.Fatalf("upstream saw %s, %d B, Content-Length %d", s.proto, s.n, s.cl)
+		}
 	}
 }
