@@ -11,26 +11,26 @@ const doneEvent = "data: [DONE]\n\n"
 
 // chunkEncoder writes OpenAI chat.completion.chunk events. The constant part
 // of every chunk is built once per stream, so relaying a delta is an append of
-// the prefix, the escaped text and a suffix — no reflection per chunk.
+// the prefix, the escaped text and a suffix — no reflection per chunk. It
+// lives inside its relay, the prefix in store unless the alias is long: no
+// allocation of its own.
 type chunkEncoder struct {
 	prefix   []byte // `data: {"id":...,"choices":[`
 	usageTag string // `,"usage":null` when the caller asked for usage
+	store    [160]byte
 }
 
-func newChunkEncoder(requestID string, created int64, alias string, includeUsage bool) *chunkEncoder {
-	p := make([]byte, 0, 160)
-	p = append(p, `data: {"id":`...)
-	p = jsonenc.AppendString(p, "chatcmpl-"+requestID)
-	p = append(p, `,"object":"chat.completion.chunk","created":`...)
+func (e *chunkEncoder) init(requestID string, created int64, alias string, includeUsage bool) {
+	p := append(e.store[:0], `data: {"id":"chatcmpl-`...)
+	p = append(p, requestID...) // gateway-generated: [A-Za-z0-9_] only
+	p = append(p, `","object":"chat.completion.chunk","created":`...)
 	p = strconv.AppendInt(p, created, 10)
 	p = append(p, `,"model":`...)
 	p = jsonenc.AppendString(p, alias)
-	p = append(p, `,"choices":[`...)
-	e := &chunkEncoder{prefix: p}
+	e.prefix = append(p, `,"choices":[`...)
 	if includeUsage {
 		e.usageTag = `,"usage":null`
 	}
-	return e
 }
 
 func (e *chunkEncoder) role(b []byte) []byte {

@@ -43,8 +43,8 @@ func TestRelayWaitsWithoutAnOutputBuffer(t *testing.T) {
 	w := httptest.NewRecorder()
 	x := &exchange{w: w, r: httptest.NewRequest("POST", "/v1/chat/completions", nil),
 		alias: &snapshot.Alias{Timeouts: snapshot.Timeouts{IdleMs: 60_000}}}
-	rl := &sseRelay{x: x, sa: &streamAttempt{stream: st, cancel: func(error) {}}, rc: http.NewResponseController(w),
-		enc: newChunkEncoder("req-1", 1, "chat", false)}
+	rl := &sseRelay{x: x, sa: &streamAttempt{stream: st, cancel: func(error) {}}, rc: http.NewResponseController(w)}
+	rl.enc.init("req-1", 1, "chat", false)
 	// What commit does last: the role and the first content, sent.
 	rl.buf = rl.enc.content(rl.enc.role(rl.takeBuf()), "one")
 	if !rl.send() {

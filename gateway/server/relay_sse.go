@@ -120,15 +120,18 @@ func (sa *streamAttempt) absorb(ev provider.Event) {
 
 // sseRelay is a committed stream: the writer side of one streamAttempt.
 type sseRelay struct {
-	x        *exchange
-	sa       *streamAttempt
-	enc      *chunkEncoder
-	rc       *http.ResponseController
-	buf      []byte
-	bufBox   *[]byte        // the pool's handle of buf, given back with it
-	relayed  tokens.Counter // only what reached the client counts
-	texts    []string       // the content in buf, counted once it is sent
-	writeErr error          // the client is gone
+	x       *exchange
+	sa      *streamAttempt
+	enc     chunkEncoder
+	rc      *http.ResponseController
+	buf     []byte
+	bufBox  *[]byte        // the pool's handle of buf, given back with it
+	relayed tokens.Counter // only what reached the client counts
+	texts   []string       // the content in buf, counted once it is sent
+	// textStore holds texts while a batch has at most its length: most
+	// batches are one or two events, and a slice of its own grew for each.
+	textStore [4]string
+	writeErr  error // the client is gone
 }
 
 // commit sends the response head and the first content.
@@ -139,8 +142,9 @@ func (x *exchange) commit(sa *streamAttempt) *sseRelay {
 	// again: a long one would otherwise stay for the stream's whole life,
 	// beside the encoded copy the transport keeps until the body is closed.
 	x.p.req.Messages = nil
-	rl := &sseRelay{x: x, sa: sa, enc: newChunkEncoder(x.rec.RequestID, x.start.Unix(), x.p.alias, x.p.includeUsage),
-		rc: http.NewResponseController(x.w)}
+	rl := &sseRelay{x: x, sa: sa, rc: http.NewResponseController(x.w)}
+	rl.enc.init(x.rec.RequestID, x.start.Unix(), x.p.alias, x.p.includeUsage)
+	rl.texts = rl.textStore[:0]
 	x.waitBegun()
 	h := x.w.Header()
 	h["Content-Type"], h["Cache-Control"], h["X-Accel-Buffering"] = sseContentType, noCache, noBuffering

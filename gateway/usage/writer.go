@@ -81,6 +81,15 @@ func (p *Pending) Wait(ctx context.Context) error {
 	}
 }
 
+// settledDone is the channel of every Pending answered when it is made (a
+// journaled Begin): closed once, never closed again (settle leaves journaled
+// ops alone), so they share it instead of each making and closing one.
+var settledDone = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
 func (p *Pending) fail(err error) *Pending {
 	p.err = err
 	close(p.done)
@@ -93,8 +102,9 @@ func (p *Pending) fail(err error) *Pending {
 // operations waiting), Begin blocks until the writer makes room: that is the
 // ledger's backpressure, and it only happens when the disk cannot keep up.
 func (l *Ledger) Begin(r Record) *Pending {
-	o := &op{kind: opBegin, rec: r, Pending: &Pending{done: make(chan struct{}), rid: r.RequestID}}
+	o := &op{kind: opBegin, rec: r, Pending: &Pending{rid: r.RequestID}}
 	if r.RequestID == "" {
+		o.done = make(chan struct{})
 		return o.fail(errRequestIDMissing)
 	}
 	o.rec.Status = StatusInProgress
@@ -105,8 +115,11 @@ func (l *Ledger) Begin(r Record) *Pending {
 	o.attempts = encodeAttempts(r.Attempts)
 	if l.journal != nil {
 		if ok, _ := l.journal.add(o); ok {
-			close(o.done) // durable now; the writer leaves this Pending alone
+			o.done = settledDone // durable now; the writer leaves this Pending alone
 		}
+	}
+	if o.done == nil {
+		o.done = make(chan struct{})
 	}
 	if err := l.enqueue(context.Background(), o); err != nil {
 		if o.journaled {
@@ -143,7 +156,9 @@ func (l *Ledger) Finish(ctx context.Context, r Record) error {
 	if !isFinalStatus(r.Status) {
 		return fmt.Errorf("%w: %q is not a final status (request %s)", ErrInvalidRecord, r.Status, r.RequestID)
 	}
-	o := &op{kind: opFinish, rec: r, Pending: &Pending{done: make(chan struct{})}}
+	// No channel yet: a journaled Finish's Pending is never answered
+	// (settle), so only the Finish that waits for its row makes one.
+	o := &op{kind: opFinish, rec: r, Pending: &Pending{}}
 	if o.rec.FinishedAt.IsZero() {
 		o.rec.FinishedAt = time.Now()
 	}
@@ -158,6 +173,7 @@ func (l *Ledger) Finish(ctx context.Context, r Record) error {
 			return err
 		}
 	}
+	o.done = make(chan struct{})
 	if err := l.enqueue(ctx, o); err != nil {
 		if errors.Is(err, ErrClosed) {
 			l.nUnrecorded.Add(1)
