@@ -115,18 +115,7 @@ func TestRequestGoesOutInOneWrite(t *testing.T) {
 			t.Cleanup(tr.CloseIdleConnections)
 			a := newAdapter(t, tc.protocol, srv.URL, func(c *Config) { c.Client = &http.Client{Transport: tr} })
 			long := &Request{Model: "m", Messages: []Message{{Role: "user", Content: strings.Repeat("a", 1000)}}}
-			if tc.stream {
-				st, err := a.Stream(testCtx(t), long)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := drain(st); err != io.EOF {
-					t.Fatal(err)
-				}
-				_ = st.Close()
-			} else if _, err := a.Complete(testCtx(t), long); err != nil {
-				t.Fatal(err)
-			}
+			call(t, a, long, tc.stream)
 			if got := <-seen; len(got.body) < 1000 {
 				t.Fatalf("upstream saw %d B", len(got.body))
 			}
@@ -161,21 +150,32 @@ func TestRequestOverHTTP2(t *testing.T) {
 	t.Cleanup(srv.Close)
 	a := newAdapter(t, ProtocolOpenAI, srv.URL, func(c *Config) { c.Client = srv.Client() })
 	long := &Request{Model: "m", Messages: []Message{{Role: "user", Content: strings.Repeat("a", 100_000)}}}
-	if _, err := a.Complete(testCtx(t), long); err != nil {
-		t.Fatal(err)
-	}
-	st, err := a.Stream(testCtx(t), long)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := drain(st); err != io.EOF {
-		t.Fatal(err)
-	}
-	_ = st.Close()
+	call(t, a, long, false)
+	call(t, a, long, true)
 	for range 2 {
 		s := <-got
 		if s.proto != "HTTP/2.0" || s.n < 100_000 || s.cl != int64(s.n) {
 			t.Fatalf("upstream saw %s, %d B, Content-Length %d", s.proto, s.n, s.cl)
 		}
+	}
+}
+
+// call makes one completion, or one stream read to its end, and fails t on
+// any error.
+func call(t *testing.T, a Adapter, req *Request, stream bool) {
+	t.Helper()
+	if !stream {
+		if _, err := a.Complete(testCtx(t), req); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	st, err := a.Stream(testCtx(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := drain(st); err != io.EOF {
+		t.Fatal(err)
 	}
 }
