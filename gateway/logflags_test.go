@@ -19,3 +19,13 @@ func TestLogFlushIntervalOutOfRangeIsRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestGCHeapFloorOutOfRangeIsRefused(t *testing.T) {
+	for _, v := range []string{"-1Mi", "2Gi", "eight"} {
+		err := gateway.Main(context.Background(), []string{"--snapshot=/nonexistent.json",
+			"--db=" + filepath.Join(t.TempDir(), "u.db"), "--gc-heap-floor", v})
+		if err == nil || !strings.Contains(err.Error(), "--gc-heap-floor") {
+			t.Fatalf("--gc-heap-floor %s: %v", v, err)
+		}
+	}
+}
