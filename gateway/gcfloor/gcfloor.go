@@ -80,26 +80,41 @@ func Start(floor uint64, gogcEnv string) *Tuner {
 	return t
 }
 
-// idleTick is how often the idle watch looks: a process that went a whole
-// tick without a cycle has stopped allocating at the rate the floor is
-// for.
-const idleTick = time.Second
+// idleTick is how often the idle watch looks: memory comes back within
+// two ticks of the last request. Looking often costs nothing that counts
+// (a metrics read), and a release needs the heap to have grown past the
+// default pacing's goal since the last one, so however often the traffic
+// pauses there are no more forced collections than GOGC=100 would run.
+const idleTick = 250 * time.Millisecond
+
+// idleAllocRate is the allocation rate below which a tick counts as idle:
+// about twenty stream requests a second (at 14 KB each). Under it the floor saves next to
+// nothing (a cycle every few seconds either way) and what it holds is
+// memory for nothing.
+const idleAllocRate = 256 << 10 // bytes a second
 
 // idleTickFor is idleTick, shortened by tests.
 var idleTickFor = func() time.Duration { return idleTick }
 
 // watchIdle gives back what the floor holds once the process is idle. The
-// floor lets up to floor bytes of garbage sit in the heap until the next
-// cycle, and a process that stops allocating may not run one for minutes:
-// after a tick without a cycle, if the heap holds more than Go's default
-// pacing would have let it (twice the live heap, at least 4 MiB), one
-// forced collection frees it and returns the free pages to the OS. Once
-// per idle spell: the next release waits for a cycle of the runtime's own.
+// floor lets the heap grow to floor bytes between cycles, and the runtime
+// keeps the pages of a heap that large (its scavenger returns only what
+// lies 10 % above the goal, and the goal stays at the floor), so a process
+// that stops allocating would hold them for good: after a tick that
+// allocated less than idleAllocRate, if the heap's pages in hand —
+// objects, garbage or not, plus free pages not yet returned — pass what
+// Go's default pacing would keep, one forced collection frees the garbage
+// and returns every free page to the OS. Until the heap grows past that
+// again there is nothing to give back, so a quiet process pays for one
+// collection, not one a tick.
 func (t *Tuner) watchIdle() {
 	tick := time.NewTicker(t.idleTick)
 	defer tick.Stop()
-	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
-	last, released := ^uint64(0), ^uint64(0)
+	quiet := max(uint64(idleAllocRate*t.idleTick/time.Second), 1)
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
+	metrics.Read(s)
+	last := s[0].Value.Uint64()
 	for {
 		select {
 		case <-t.done:
@@ -107,19 +122,23 @@ func (t *Tuner) watchIdle() {
 		case <-tick.C:
 		}
 		metrics.Read(s)
-		cycles, objects, live := s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64()
-		if cycles != last {
-			last = cycles // busy: a cycle since the last look
-			continue
-		}
-		if cycles == released || objects <= max(2*live, heapMinimum) {
+		allocs, live := s[0].Value.Uint64(), s[1].Value.Uint64()
+		busy := allocs-last >= quiet
+		last = allocs
+		inHand := s[2].Value.Uint64() + s[3].Value.Uint64() + s[4].Value.Uint64()
+		if busy || inHand <= defaultRetained(live) {
 			continue
 		}
 		debug.FreeOSMemory()
-		metrics.Read(s)
-		last, released = s[0].Value.Uint64(), s[0].Value.Uint64()
 		t.released.Add(1)
 	}
+}
+
+// defaultRetained is about what the runtime keeps of a heap at GOGC=100
+// with this live heap: the goal, and the scavenger's 10 % above it
+// (runtime/mgcscavenge.go, retainExtraPercent).
+func defaultRetained(live uint64) uint64 {
+	return max(2*live, heapMinimum) * 11 / 10
 }
 
 // Released is how many times the idle watch gave memory back.
