@@ -112,14 +112,10 @@ func waitPercent(t *testing.T, tu *Tuner, ok func(int) bool) {
 }
 
 func TestIdleGivesBackWhatTheFloorHolds(t *testing.T) {
-	tu := startWithTick(t, 32*mib, 20*time.Millisecond)
-	defer tu.Stop()
-	waitPercent(t, tu, func(p int) bool { return p > 100 })
+	tu := startFloored(t)
 	// Garbage the default pacing would have collected by now, below the
 	// floor's goal: no cycle comes to free it.
-	for range 12 * mib / 1024 {
-		sink = make([]byte, 1024)
-	}
+	garbage(12 * mib)
 	waitRelease(t, tu, 0)
 	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(s)
@@ -138,12 +134,8 @@ func TestIdleGivesBackWhatTheFloorHolds(t *testing.T) {
 // scavenger keeps what lies under the (floored) goal. The idle watch must
 // return them too.
 func TestIdleGivesBackFreePagesAfterACycle(t *testing.T) {
-	tu := startWithTick(t, 32*mib, 20*time.Millisecond)
-	defer tu.Stop()
-	waitPercent(t, tu, func(p int) bool { return p > 100 })
-	for range 24 * mib / 1024 {
-		sink = make([]byte, 1024)
-	}
+	tu := startFloored(t)
+	garbage(24 * mib)
 	n := tu.Released()
 	runtime.GC()
 	free := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
@@ -161,9 +153,7 @@ func TestIdleGivesBackFreePagesAfterACycle(t *testing.T) {
 // A process that keeps allocating is not idle, however long it goes
 // without a cycle: no forced collection in its way.
 func TestNoReleaseWhileAllocating(t *testing.T) {
-	tu := startWithTick(t, 32*mib, 20*time.Millisecond)
-	defer tu.Stop()
-	waitPercent(t, tu, func(p int) bool { return p > 100 })
+	tu := startFloored(t)
 	keep := make([][]byte, 0, 1024)
 	end := time.Now().Add(300 * time.Millisecond)
 	for time.Now().Before(end) {
@@ -189,6 +179,23 @@ func waitRelease(t *testing.T, tu *Tuner, n int) {
 			t.Fatalf("no release while idle; heap objects %d MiB, free pages %d MiB", s[0].Value.Uint64()/mib, s[1].Value.Uint64()/mib)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// startFloored starts a 32 MiB floor with a 20 ms idle tick and waits for
+// its first raised percent; the test's cleanup stops it.
+func startFloored(t *testing.T) *Tuner {
+	t.Helper()
+	tu := startWithTick(t, 32*mib, 20*time.Millisecond)
+	t.Cleanup(tu.Stop)
+	waitPercent(t, tu, func(p int) bool { return p > 100 })
+	return tu
+}
+
+// garbage allocates n bytes in 1 KiB pieces, none kept.
+func garbage(n int) {
+	for range n / 1024 {
+		sink = make([]byte, 1024)
 	}
 }
 
