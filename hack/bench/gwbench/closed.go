@@ -69,11 +69,23 @@ func (b *bench) closedC1(ctx context.Context, w Workload, n int) {
 	}
 }
 
-// closedN runs conc workers against one target for dur and reads the CPU
-// its process (and the mock, and this client) used meanwhile.
-func (b *bench) closedN(ctx context.Context, w Workload, t *target, conc int, dur time.Duration) {
-	ep := t.eps[w]
-	run := func(d time.Duration, keep bool) []samples {
+// closedAcc adds up one target's measured slices of the c=N phase.
+type closedAcc struct {
+	all                     samples
+	cpu, mock, side, client time.Duration
+	elapsed                 time.Duration
+}
+
+// closedN runs conc workers against every target for dur each and reads
+// the CPU each target's process (and the mock, and this client) used
+// meanwhile. The time is cut into slices and the targets take turns, in an
+// order that rotates every slice (sliceOrder): on a shared machine whose
+// speed drifts by tens of percent within seconds, one long window per
+// target let a slow stretch fall on one of them alone.
+func (b *bench) closedN(ctx context.Context, w Workload, ts []*target, conc int, dur time.Duration, slices int) {
+	slices = max(slices, 1)
+	run := func(t *target, d time.Duration, keep bool) []samples {
+		ep := t.eps[w]
 		out := make([]samples, conc)
 		stop := time.Now().Add(d)
 		var wg sync.WaitGroup
@@ -99,35 +111,62 @@ func (b *bench) closedN(ctx context.Context, w Workload, t *target, conc int, du
 		wg.Wait()
 		return out
 	}
-	run(b.cfg.concWarmup, false)
-	own, mock := t.own(b.env, w), b.env.mock(w.Proto)
-	cpu0, mock0, side0, self0 := cpuOf(own), cpuOf(mock), sidecarCPU(t), selfCPU()
-	start := time.Now()
-	per := run(dur, true)
-	elapsed := time.Since(start)
-	cpu1, mock1, side1, self1 := cpuOf(own), cpuOf(mock), sidecarCPU(t), selfCPU()
-
-	var all samples
-	for _, p := range per {
-		all.total = append(all.total, p.total...)
-		all.first = append(all.first, p.first...)
+	for _, t := range ts {
+		run(t, b.cfg.concWarmup, false)
+	}
+	// Each slice starts with a short unmeasured lead-in: the target's
+	// pooled connections and the scheduler settle after the switch.
+	lead := min(b.cfg.concWarmup, dur/time.Duration(slices)/4)
+	acc := make([]closedAcc, len(ts))
+	for s := range slices {
+		for _, i := range sliceOrder(len(ts), s) {
+			t := ts[i]
+			run(t, lead, false)
+			own, mock := t.own(b.env, w), b.env.mock(w.Proto)
+			cpu0, mock0, side0, self0 := cpuOf(own), cpuOf(mock), sidecarCPU(t), selfCPU()
+			start := time.Now()
+			per := run(t, dur/time.Duration(slices), true)
+			a := &acc[i]
+			a.elapsed += time.Since(start)
+			a.cpu += cpuOf(own) - cpu0
+			a.mock += cpuOf(mock) - mock0
+			a.side += sidecarCPU(t) - side0
+			a.client += selfCPU() - self0
+			for _, p := range per {
+				a.all.total = append(a.all.total, p.total...)
+				a.all.first = append(a.all.first, p.first...)
+			}
+		}
 	}
 	phase := "c" + itoa(conc)
-	b.addLatency(phase, w, t, &all)
-	nerr, errSamples := b.errs(phase, w, t).count()
-	row := ClosedRow{Workload: w.String(), Target: t.spec.Name, Conc: conc, Requests: len(all.total) + nerr, Errors: nerr,
-		Seconds: elapsed.Seconds(), ErrorSamples: errSamples}
-	if n := len(all.total); n > 0 {
-		perReq := func(d time.Duration) float64 { return us(d) / float64(n) }
-		row.RPS = float64(n) / elapsed.Seconds()
-		row.CPUPerReqUS = perReq(cpu1 - cpu0)
-		row.ClientCPUPerReqUS = perReq(self1 - self0)
-		if own != mock {
-			row.MockCPUPerReqUS = perReq(mock1 - mock0)
+	for i, t := range ts {
+		a := &acc[i]
+		b.addLatency(phase, w, t, &a.all)
+		nerr, errSamples := b.errs(phase, w, t).count()
+		row := ClosedRow{Workload: w.String(), Target: t.spec.Name, Conc: conc, Requests: len(a.all.total) + nerr, Errors: nerr,
+			Seconds: a.elapsed.Seconds(), ErrorSamples: errSamples}
+		if n := len(a.all.total); n > 0 {
+			perReq := func(d time.Duration) float64 { return us(d) / float64(n) }
+			row.RPS = float64(n) / a.elapsed.Seconds()
+			row.CPUPerReqUS = perReq(a.cpu)
+			row.ClientCPUPerReqUS = perReq(a.client)
+			if t.own(b.env, w) != b.env.mock(w.Proto) {
+				row.MockCPUPerReqUS = perReq(a.mock)
+			}
+			row.SideCPUPerReqUS = perReq(a.side)
 		}
-		row.SideCPUPerReqUS = perReq(side1 - side0)
+		b.cur.Closed = append(b.cur.Closed, row)
 	}
-	b.cur.Closed = append(b.cur.Closed, row)
+}
+
+// sliceOrder is the order in which n targets take slice s: rotated by one
+// each slice, so over n slices each target goes once in every position.
+func sliceOrder(n, s int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = (i + s) % n
+	}
+	return out
 }
 
 func cpuOf(p *proc) time.Duration {

@@ -24,6 +24,7 @@ type config struct {
 	c1N, c1Warmup               int
 	conc                        int
 	concDur, concWarmup         time.Duration
+	concSlices                  int
 	rates                       []float64
 	openDur, openWarmup         time.Duration
 	streams                     int
@@ -43,15 +44,18 @@ type config struct {
 
 // Settings is the config as the report records it.
 type Settings struct {
-	Rounds          int       `json:"rounds"`
-	Targets         []string  `json:"targets"`
-	Workloads       []string  `json:"workloads"`
-	OpenWorkloads   []string  `json:"open_workloads"`
-	Warmup          int       `json:"warmup_per_workload_target"`
-	C1N             int       `json:"c1_requests_per_target"`
-	C1Warmup        int       `json:"c1_warmup"`
-	Conc            int       `json:"concurrency"`
-	ConcSeconds     float64   `json:"concurrency_seconds"`
+	Rounds        int      `json:"rounds"`
+	Targets       []string `json:"targets"`
+	Workloads     []string `json:"workloads"`
+	OpenWorkloads []string `json:"open_workloads"`
+	Warmup        int      `json:"warmup_per_workload_target"`
+	C1N           int      `json:"c1_requests_per_target"`
+	C1Warmup      int      `json:"c1_warmup"`
+	Conc          int      `json:"concurrency"`
+	ConcSeconds   float64  `json:"concurrency_seconds"`
+	// ConcSlices: the targets took turns in this many slices of the c=N
+	// phase (0 in reports before 2026-12-05: one window per target).
+	ConcSlices      int       `json:"concurrency_slices,omitempty"`
 	Rates           []float64 `json:"open_rates"`
 	OpenSeconds     float64   `json:"open_seconds"`
 	Streams         int       `json:"streams"`
@@ -72,7 +76,7 @@ type Settings struct {
 
 func (c *config) settings() Settings {
 	s := Settings{Rounds: c.rounds, Warmup: c.warmup, C1N: c.c1N, C1Warmup: c.c1Warmup, Conc: c.conc,
-		ConcSeconds: c.concDur.Seconds(), Rates: c.rates, OpenSeconds: c.openDur.Seconds(), Streams: c.streams,
+		ConcSeconds: c.concDur.Seconds(), ConcSlices: c.concSlices, Rates: c.rates, OpenSeconds: c.openDur.Seconds(), Streams: c.streams,
 		StreamRamp: c.streamRamp, StreamChunks: c.streamChunks, StreamDelayMs: c.streamDelayMs, StreamProto: c.streamProto,
 		SettleSeconds: c.settle.Seconds(), MockChunks: c.chunks, GatewayLogLevel: c.gatewayLogLevel, Seed: c.seed,
 		Smoke: c.smoke, Note: c.note, FreshBinaries: c.freshBinaries}
@@ -90,7 +94,7 @@ func (c *config) settings() Settings {
 
 // smokePreset is -smoke: every phase, tiny, for CI (correctness only).
 var smokePreset = map[string]string{
-	"rounds": "1", "warmup": "5", "c1-n": "50", "c1-warmup": "5", "conc-dur": "500ms", "conc-warmup": "100ms",
+	"rounds": "1", "warmup": "5", "c1-n": "50", "c1-warmup": "5", "conc-dur": "500ms", "conc-warmup": "100ms", "conc-slices": "2",
 	"rates": "200", "open-dur": "1s", "open-warmup": "0s", "open-workloads": "alpha/json,beta/sse",
 	"streams": "50", "stream-ramp": "200", "stream-chunks": "4", "stream-delay-ms": "100", "settle": "5s",
 }
@@ -113,6 +117,7 @@ func parseConfig(args []string) (*config, error) {
 	fs.IntVar(&c.c1Warmup, "c1-warmup", 100, "c=1: unrecorded rounds of requests first")
 	fs.IntVar(&c.conc, "conc", 8, "closed-loop concurrency of the throughput and CPU phase")
 	fs.DurationVar(&c.concDur, "conc-dur", 3*time.Second, "length of that phase per target and workload")
+	fs.IntVar(&c.concSlices, "conc-slices", 6, "slices of -conc-dur in which the targets take turns, the order rotating each slice (1: one window per target)")
 	fs.DurationVar(&c.concWarmup, "conc-warmup", 500*time.Millisecond, "unrecorded time before it")
 	fs.StringVar(&rates, "rates", "1000", "open-loop rates, requests a second, comma-separated")
 	fs.DurationVar(&c.openDur, "open-dur", 8*time.Second, "open-loop length per rate, target and workload")
@@ -173,8 +178,8 @@ func parseConfig(args []string) (*config, error) {
 	switch {
 	case c.rounds < 1:
 		return nil, fmt.Errorf("-rounds must be at least 1")
-	case c.c1N < 1 || c.conc < 1 || c.streams < 1 || c.streamChunks < 1 || c.streamRamp <= 0 || c.chunks < 1:
-		return nil, fmt.Errorf("-c1-n, -conc, -streams, -stream-chunks, -stream-ramp and -chunks must be positive")
+	case c.c1N < 1 || c.conc < 1 || c.concSlices < 1 || c.streams < 1 || c.streamChunks < 1 || c.streamRamp <= 0 || c.chunks < 1:
+		return nil, fmt.Errorf("-c1-n, -conc, -conc-slices, -streams, -stream-chunks, -stream-ramp and -chunks must be positive")
 	case c.streamProto != "alpha" && c.streamProto != "beta":
 		return nil, fmt.Errorf("-stream-proto must be alpha or beta")
 	case strings.ContainsAny(c.name, "/ "):

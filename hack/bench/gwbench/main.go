@@ -204,9 +204,7 @@ func (b *bench) runRound(ctx context.Context, dir string) (*Round, []TargetInfo,
 		b.phase("c=1 "+w.String(), func() { b.closedC1(ctx, w, cfg.c1N) })
 	}
 	for _, w := range cfg.workloads {
-		for _, t := range order {
-			b.phase(fmt.Sprintf("c=%d %s %s", cfg.conc, w, t.spec.Name), func() { b.closedN(ctx, w, t, cfg.conc, cfg.concDur) })
-		}
+		b.phase(fmt.Sprintf("c=%d %s", cfg.conc, w), func() { b.closedN(ctx, w, order, cfg.conc, cfg.concDur, cfg.concSlices) })
 	}
 	for _, rate := range cfg.rates {
 		for _, w := range cfg.openWorkloads {

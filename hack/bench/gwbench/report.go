@@ -133,8 +133,14 @@ func markdown(rep *Report) string {
 			fmtUS(l.AddedP50), fmtUS(l.AddedP99), fmtNum(l.RatioAddedP50, "%.2f×"))
 	}
 	p("\n## Closed loop, c=%d: throughput and each process's own CPU per request\n\n", st.Conc)
-	p("Each target alone for %.1f s per workload and round. *own CPU* is the target process's user+system time (/proc/PID/stat) over the requests it completed; "+
-		"for direct that is the mock's. The mock's and the client's (this tool's) CPU are shown for context.\n\n", st.ConcSeconds)
+	if st.ConcSlices > 1 {
+		p("Each target alone for %.1f s per workload and round, in %d slices of %.2f s: the targets take turns, the order rotating every slice, so a slower stretch of a shared machine falls on all of them; "+
+			"each slice starts with an unmeasured lead-in. ", st.ConcSeconds, st.ConcSlices, st.ConcSeconds/float64(st.ConcSlices))
+	} else {
+		p("Each target alone for %.1f s per workload and round. ", st.ConcSeconds)
+	}
+	p("*own CPU* is the target process's user+system time (/proc/PID/stat) over the requests it completed; " +
+		"for direct that is the mock's. The mock's and the client's (this tool's) CPU are shown for context: the client does the same work a request whatever the target, so where its CPU a request differs between targets, the machine's speed did.\n\n")
 	p("| workload | target | req/s | vs revproxy | own CPU/req | vs revproxy | mock CPU/req | client CPU/req | p50 | p99 | errors |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range s.Closed {
 		l, _ := findLat(s.Latency, "c"+itoa(c.Conc), c.Workload, "total", c.Target)
@@ -223,7 +229,11 @@ func markdown(rep *Report) string {
 	}
 	p("\n| setting | value |\n|---|---|\n")
 	p("| rounds | %d (target order rotated each round) |\n| workloads | %s |\n| warm-up | %d sequential requests per workload and target |\n", st.Rounds, strings.Join(st.Workloads, ", "), st.Warmup)
-	p("| c=1 | %d measured turns (after %d) per workload |\n| c=%d | %.1f s per target and workload |\n", st.C1N, st.C1Warmup, st.Conc, st.ConcSeconds)
+	p("| c=1 | %d measured turns (after %d) per workload |\n| c=%d | %.1f s per target and workload", st.C1N, st.C1Warmup, st.Conc, st.ConcSeconds)
+	if st.ConcSlices > 1 {
+		p(", in %d interleaved slices", st.ConcSlices)
+	}
+	p(" |\n")
 	var rates []string
 	for _, r := range st.Rates {
 		rates = append(rates, fmt.Sprintf("%g", r))

@@ -203,3 +203,31 @@ func TestNumJSON(t *testing.T) {
 		t.Errorf("null decodes to %v, %v; want NaN", n, err)
 	}
 }
+
+func TestSliceOrderPutsEveryTargetInEveryPosition(t *testing.T) {
+	for n := 1; n <= 5; n++ {
+		seen := make([]map[int]bool, n) // position → targets seen there
+		for i := range seen {
+			seen[i] = map[int]bool{}
+		}
+		for s := range n {
+			order := sliceOrder(n, s)
+			once := map[int]bool{}
+			for pos, target := range order {
+				if once[target] {
+					t.Fatalf("n=%d slice %d: target %d twice in %v", n, s, target, order)
+				}
+				once[target] = true
+				seen[pos][target] = true
+			}
+			if len(once) != n {
+				t.Fatalf("n=%d slice %d: %v leaves a target out", n, s, order)
+			}
+		}
+		for pos := range seen {
+			if len(seen[pos]) != n {
+				t.Fatalf("n=%d: position %d held only %v over %d slices", n, pos, seen[pos], n)
+			}
+		}
+	}
+}
