@@ -123,15 +123,22 @@ func (t *Tuner) watchIdle() {
 		}
 		metrics.Read(s)
 		allocs, live := s[0].Value.Uint64(), s[1].Value.Uint64()
-		busy := allocs-last >= quiet
-		last = allocs
 		inHand := s[2].Value.Uint64() + s[3].Value.Uint64() + s[4].Value.Uint64()
-		if busy || inHand <= defaultRetained(live) {
+		due := releaseDue(allocs-last, quiet, inHand, live)
+		last = allocs
+		if !due {
 			continue
 		}
 		debug.FreeOSMemory()
 		t.released.Add(1)
 	}
+}
+
+// releaseDue says whether a look that saw allocated bytes since the last
+// one (quiet or more is busy) and inHand bytes of heap pages, with this
+// live heap, should give memory back.
+func releaseDue(allocated, quiet, inHand, live uint64) bool {
+	return allocated < quiet && inHand > defaultRetained(live)
 }
 
 // defaultRetained is about what the runtime keeps of a heap at GOGC=100

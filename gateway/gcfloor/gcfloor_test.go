@@ -116,16 +116,25 @@ func TestIdleGivesBackWhatTheFloorHolds(t *testing.T) {
 	// Garbage the default pacing would have collected by now, below the
 	// floor's goal: no cycle comes to free it.
 	garbage(12 * mib)
-	waitRelease(t, tu, 0)
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	if got := s[0].Value.Uint64(); got > 4*mib {
-		t.Fatalf("heap objects after the release: %d MiB", got/mib)
+	// A test goroutine stalled mid-loop on a busy machine may see a release
+	// before all its garbage exists; the next quiet look frees the rest.
+	objects := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		metrics.Read(objects)
+		if tu.Released() > 0 && objects[0].Value.Uint64() <= 4*mib {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no release while idle: %d releases, heap objects %d MiB", tu.Released(), objects[0].Value.Uint64()/mib)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	// Nothing allocated since: nothing to give back, no second forced cycle.
+	// Nothing allocated since: nothing to give back, no further forced cycle.
+	n := tu.Released()
 	time.Sleep(200 * time.Millisecond)
-	if n := tu.Released(); n != 1 {
-		t.Fatalf("%d releases without allocating in between", n)
+	if got := tu.Released(); got != n {
+		t.Fatalf("%d releases without allocating in between", got-n)
 	}
 }
 
@@ -135,13 +144,21 @@ func TestIdleGivesBackWhatTheFloorHolds(t *testing.T) {
 // return them too.
 func TestIdleGivesBackFreePagesAfterACycle(t *testing.T) {
 	tu := startFloored(t)
-	garbage(24 * mib)
-	n := tu.Released()
-	runtime.GC()
 	free := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
-	metrics.Read(free)
-	if got := free[0].Value.Uint64(); got < 8*mib {
-		t.Fatalf("only %d MiB of free pages in hand after the cycle: the test's premise is gone", got/mib)
+	var n int
+	for attempt := 1; ; attempt++ {
+		garbage(24 * mib)
+		n = tu.Released()
+		runtime.GC()
+		metrics.Read(free)
+		if free[0].Value.Uint64() >= 8*mib {
+			break
+		}
+		// A release ran meanwhile (the test goroutine stalled long enough
+		// to look idle) and returned the pages first: set it up again.
+		if attempt == 5 {
+			t.Fatalf("only %d MiB of free pages in hand after the cycle, 5 times", free[0].Value.Uint64()/mib)
+		}
 	}
 	waitRelease(t, tu, n)
 	metrics.Read(free)
@@ -150,21 +167,27 @@ func TestIdleGivesBackFreePagesAfterACycle(t *testing.T) {
 	}
 }
 
-// A process that keeps allocating is not idle, however long it goes
-// without a cycle: no forced collection in its way.
-func TestNoReleaseWhileAllocating(t *testing.T) {
-	tu := startFloored(t)
-	keep := make([][]byte, 0, 1024)
-	end := time.Now().Add(300 * time.Millisecond)
-	for time.Now().Before(end) {
-		// 64 KiB a millisecond, far above the idle rate, kept live so the
-		// heap holds more than the default pacing would.
-		keep = append(keep[:len(keep)%1024], make([]byte, 64<<10))
-		time.Sleep(time.Millisecond)
-	}
-	runtime.KeepAlive(keep)
-	if n := tu.Released(); n != 0 {
-		t.Fatalf("%d releases while allocating", n)
+func TestReleaseDue(t *testing.T) {
+	const quiet = 64 << 10
+	for _, c := range []struct {
+		name                    string
+		allocated, inHand, live uint64
+		want                    bool
+	}{
+		{"quiet, the floor's pages in hand", 0, 8 * mib, 1 * mib, true},
+		{"quiet, just under the quiet rate", quiet - 1, 8 * mib, 1 * mib, true},
+		// Allocating without a cycle is not idle: e5340ab's "a tick
+		// without a cycle" forced a collection here.
+		{"allocating, the floor's pages in hand", quiet, 8 * mib, 1 * mib, false},
+		{"allocating fast", 100 * mib, 30 * mib, 1 * mib, false},
+		{"quiet, no more than default pacing keeps (4 MiB + 10 %)", 0, 4 * mib * 11 / 10, 1 * mib, false},
+		{"quiet, just over it", 0, 4*mib*11/10 + 1, 1 * mib, true},
+		{"quiet, a large live heap holds its own goal", 0, 40 * mib, 20 * mib, false},
+		{"quiet, a large live heap with more in hand than twice it", 0, 50 * mib, 20 * mib, true},
+	} {
+		if got := releaseDue(c.allocated, quiet, c.inHand, c.live); got != c.want {
+			t.Errorf("%s: releaseDue(%d, %d, %d, %d) = %v", c.name, c.allocated, quiet, c.inHand, c.live, got)
+		}
 	}
 }
 
