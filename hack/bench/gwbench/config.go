@@ -33,6 +33,7 @@ type config struct {
 	streamDelayMs               int
 	streamProto                 string
 	settle                      time.Duration
+	heapProfiles                string // -heap-profiles: where to keep the heap profile after each wave; "" none
 	chunks                      int
 	gatewayLogLevel             string
 	seed                        uint64
@@ -127,6 +128,7 @@ func parseConfig(args []string) (*config, error) {
 	fs.IntVar(&c.streamChunks, "stream-chunks", 16, "content pieces of a slow stream")
 	fs.IntVar(&c.streamDelayMs, "stream-delay-ms", 400, "ms between a slow stream's pieces")
 	fs.StringVar(&c.streamProto, "stream-proto", "alpha", "protocol of the slow streams: alpha or beta")
+	fs.StringVar(&c.heapProfiles, "heap-profiles", "", "a directory to keep the heap profile read after each wave of streams (go tool pprof -diff_base to compare the waves)")
 	fs.DurationVar(&c.settle, "settle", 15*time.Second, "after the streams: how long goroutines may take to return to idle")
 	fs.IntVar(&c.chunks, "chunks", 4, "content pieces of a normal mock answer")
 	fs.StringVar(&c.gatewayLogLevel, "gateway-log-level", "info", "llmgw --log-level (info, the default, logs one line per request)")

@@ -19,6 +19,10 @@ type runtimeStats struct {
 	Goroutines int
 	HeapInuse  uint64 // bytes
 	StackInuse uint64 // bytes of goroutine stacks; 0 where not exposed
+	// HeapAlloc is the bytes of heap objects (go_memstats_heap_alloc_bytes):
+	// after a forced GC, what is live. HeapInuse also counts the free
+	// slots of every span that holds a live object. 0 where not exposed.
+	HeapAlloc uint64
 }
 
 var mgmtClient = &http.Client{Timeout: 5 * time.Second}
@@ -81,6 +85,10 @@ func parseRuntimeStats(r io.Reader) (runtimeStats, error) {
 			if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
 				st.StackInuse = uint64(f)
 			}
+		case "go_memstats_heap_alloc_bytes":
+			if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+				st.HeapAlloc = uint64(f)
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -95,8 +103,9 @@ func parseRuntimeStats(r io.Reader) (runtimeStats, error) {
 // forceGC asks the target for a heap profile with gc=1, which runs a
 // garbage collection first (net/http/pprof), so the heap read after it is
 // live data rather than garbage waiting for the next cycle. It reports
-// whether the target serves /debug/pprof on its management port.
-func forceGC(ctx context.Context, base string) bool {
+// whether the target serves /debug/pprof on its management port. With
+// save, the profile is also written there.
+func forceGC(ctx context.Context, base string, save io.Writer) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/debug/pprof/heap?gc=1", nil)
 	if err != nil {
 		return false
@@ -106,7 +115,10 @@ func forceGC(ctx context.Context, base string) bool {
 		return false
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
+	if save == nil || resp.StatusCode != http.StatusOK {
+		save = io.Discard
+	}
+	_, _ = io.Copy(save, resp.Body)
 	return resp.StatusCode == http.StatusOK
 }
 

@@ -20,6 +20,8 @@ func TestParseRuntimeStats(t *testing.T) {
 			runtimeStats{Goroutines: 7, HeapInuse: 100}, false},
 		{"stacks where exposed", "go_goroutines 7\ngo_memstats_heap_inuse_bytes 100\ngo_memstats_stack_inuse_bytes 1.9628032e+07\n",
 			runtimeStats{Goroutines: 7, HeapInuse: 100, StackInuse: 19_628_032}, false},
+		{"live heap where exposed", "go_goroutines 7\ngo_memstats_heap_alloc_bytes 8.5e+06\ngo_memstats_heap_inuse_bytes 1e+07\n",
+			runtimeStats{Goroutines: 7, HeapInuse: 10_000_000, HeapAlloc: 8_500_000}, false},
 		{"missing heap", "go_goroutines 7\n", runtimeStats{}, true},
 		{"garbage value", "go_goroutines many\ngo_memstats_heap_inuse_bytes 1\n", runtimeStats{}, true},
 	} {
@@ -86,8 +88,9 @@ func TestLagHistogramPlus(t *testing.T) {
 }
 
 func TestBackToIdle(t *testing.T) {
-	idle := procState{gor: 20, heap: 5, pooled: 1, gc: true}
-	full := procState{gor: 20 + 2*255, heap: 12, pooled: 256, gc: true} // a full pool: not a leak
+	idle := procState{gor: 20, heap: 5, live: -1, pooled: 1, gc: true}
+	full := procState{gor: 20 + 2*255, heap: 12, live: -1, pooled: 256, gc: true} // a full pool: not a leak
+	with := func(st procState, heap, live float64) procState { st.heap, st.live = heap, live; return st }
 	for _, tc := range []struct {
 		name           string
 		after1, after2 procState
@@ -96,10 +99,15 @@ func TestBackToIdle(t *testing.T) {
 	}{
 		{"exactly idle", idle, idle, true, ""},
 		{"pooled connections and what wave 1 leaves are not leaks", full, full, true, ""},
-		{"slack", full, procState{gor: 30 + 2*255, heap: 13.9, pooled: 256, gc: true}, true, ""},
-		{"a goroutine per stream left", procState{gor: 1020, heap: 5, pooled: 1, gc: true}, idle, false, "after wave 1: goroutines 1020"},
-		{"heap grows with every wave", full, procState{gor: 20 + 2*255, heap: 22, pooled: 256, gc: true}, false, "grew by 10.0 MB"},
-		{"heap growth without a forced GC says so", procState{gor: 20, heap: 5, pooled: 1}, procState{gor: 20, heap: 15, pooled: 1}, false, "no GC could be forced"},
+		{"slack", full, procState{gor: 30 + 2*255, heap: 13.9, live: -1, pooled: 256, gc: true}, true, ""},
+		{"a goroutine per stream left", procState{gor: 1020, heap: 5, live: -1, pooled: 1, gc: true}, idle, false, "after wave 1: goroutines 1020"},
+		{"heap grows with every wave", full, with(full, 22, -1), false, "heap in use grew by 10.0 MB"},
+		{"heap growth without a forced GC says so", procState{gor: 20, heap: 5, live: -1, pooled: 1}, procState{gor: 20, heap: 15, live: -1, pooled: 1}, false, "no GC could be forced"},
+		// Where the live heap is exposed it is the one judged: spans half
+		// full move heap in use, objects kept move the live heap.
+		{"heap in use moved, the live heap did not", with(full, 15.8, 8.9), with(full, 18.6, 9.0), true, ""},
+		{"a kilobyte a stream kept is a leak", with(full, 15, 8.5), with(full, 15, 8.5+2.1), false, "live heap grew by 2.1 MB"},
+		{"only one wave exposes it: heap in use", with(full, 15, 8.5), with(full, 18, -1), false, "heap in use grew by 3.0 MB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ok, why := backToIdle(idle, tc.after1, tc.after2, 1000)
@@ -108,7 +116,7 @@ func TestBackToIdle(t *testing.T) {
 			}
 		})
 	}
-	none := procState{gor: -1, heap: -1}
+	none := procState{gor: -1, heap: -1, live: -1}
 	if ok, why := backToIdle(none, none, none, 1000); !ok || !strings.HasPrefix(why, "not judged") {
 		t.Errorf("a target without /metrics is not judged: %v %q", ok, why)
 	}

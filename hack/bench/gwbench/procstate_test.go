@@ -45,7 +45,7 @@ func TestProcStateReadsRSSBeforeTheHeapProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	idle, err := b.procState(context.Background(), tg, p, nil, false)
+	idle, err := b.procState(context.Background(), tg, p, nil, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestProcStateReadsRSSBeforeTheHeapProfile(t *testing.T) {
 		t.Fatalf("idle: goroutines %d heap %.1f MB, want 7 and 2.0 from /metrics", idle.gor, idle.heap)
 	}
 
-	after, err := b.procState(context.Background(), tg, p, nil, true)
+	after, err := b.procState(context.Background(), tg, p, nil, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -174,16 +174,18 @@ func markdown(rep *Report) string {
 	p("\n## %d concurrent slow streams (%s, %d pieces %d ms apart, opened at %g a second)\n\n", st.Streams, st.StreamProto, st.StreamChunks, st.StreamDelayMs, st.StreamRamp)
 	p("RSS is the target process's. For direct that is mock %s, which also serves the other targets' streams (the order rotates each round), so direct's memory figures say how the mock grew, not what one wave costs. *start*: right after startup; *idle*: after the warm-up, before the streams; *peak*: max of VmHWM and VmRSS sampled every 50 ms, through the first wave of streams; "+
 		"*after*: once the last wave closed and goroutines settled (Go returns freed memory to the OS lazily, so RSS is reported, not judged). "+
-		"Goroutines and heap in use come from the target's /metrics; after each wave they are read after two GCs forced through /debug/pprof/heap?gc=1 where served, at idle without a forced GC (heap in use idle includes garbage). "+
+		"Goroutines, heap in use (spans holding objects) and the live heap (the objects' bytes, go_memstats_heap_alloc_bytes) come from the target's /metrics; after each wave they are read after two GCs forced through /debug/pprof/heap?gc=1 where served, at idle without a forced GC (the heap idle includes garbage). "+
 		"RSS is always read before any forced GC: the heap profile that forces it maps more of the binary (its symbol tables) and leaves garbage, which would be the instrument's memory, not the target's; idle and wave 1 therefore see no heap profile at all. "+
 		"Where they exist a second, identical wave of streams follows the first. *Back to idle*: after each wave, goroutines less two per pooled upstream connection "+
-		"(the target's HTTP client keeps up to 256 per host for reuse) within %d of idle; and the heap in use after wave 2 within %.1f MB of where wave 1 left it, "+
+		"(the target's HTTP client keeps up to 256 per host for reuse) within %d of idle; and the live heap after wave 2 within %.1f MB of where wave 1 left it "+
+		"(heap in use where the live heap is not exposed: it also counts the free slots of half-empty spans, which move by a megabyte or two from wave to wave), "+
 		"so what stays is bounded (pooled connections, grown tables) and nothing grows per stream. MB = 10^6 bytes.\n\n", st.StreamProto, goroutineSlack, heapSlackMB(st.Streams))
-	p("| target | start RSS | idle RSS | peak RSS | peak RSS wave 2 | after RSS | goroutines idle / peak / after | heap in use idle / after wave 1 / after wave 2 | back to idle | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| target | start RSS | idle RSS | peak RSS | peak RSS wave 2 | after RSS | goroutines idle / peak / after | heap in use idle / after wave 1 / after wave 2 | live heap idle / after wave 1 / after wave 2 | back to idle | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, ss := range s.Streams {
-		p("| %s | %s | %s | %s | %s | %s | %s / %s / %s | %s / %s / %s | %d of %d rounds | %d |\n", ss.Target, fmtNum(ss.StartRSS, "%.1f MB"), fmtNum(ss.IdleRSS, "%.1f MB"),
+		p("| %s | %s | %s | %s | %s | %s | %s / %s / %s | %s / %s / %s | %s / %s / %s | %d of %d rounds | %d |\n", ss.Target, fmtNum(ss.StartRSS, "%.1f MB"), fmtNum(ss.IdleRSS, "%.1f MB"),
 			fmtNum(ss.PeakRSS, "%.1f MB"), fmtNum(ss.Wave2Peak, "%.1f MB"), fmtNum(ss.AfterRSS, "%.1f MB"), fmtNum(ss.IdleGor, "%.0f"), fmtNum(ss.PeakGor, "%.0f"), fmtNum(ss.AfterGor, "%.0f"),
-			fmtNum(ss.IdleHeap, "%.1f MB"), fmtNum(ss.AfterHeap, "%.1f MB"), fmtNum(ss.Wave2Heap, "%.1f MB"), ss.BackRounds, ss.Rounds, ss.Errors)
+			fmtNum(ss.IdleHeap, "%.1f MB"), fmtNum(ss.AfterHeap, "%.1f MB"), fmtNum(ss.Wave2Heap, "%.1f MB"),
+			fmtNum(ss.IdleLive, "%.1f MB"), fmtNum(ss.AfterLive, "%.1f MB"), fmtNum(ss.Wave2Live, "%.1f MB"), ss.BackRounds, ss.Rounds, ss.Errors)
 	}
 	for _, ss := range s.Streams {
 		for _, r := range ss.Reasons {

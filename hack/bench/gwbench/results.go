@@ -160,6 +160,13 @@ type StreamRow struct {
 	IdleHeap  float64 `json:"idle_heap_inuse_mb"`
 	AfterHeap float64 `json:"after_heap_inuse_mb"` // after wave 1
 	Wave2Heap float64 `json:"after_wave2_heap_inuse_mb"`
+	// Live heap (the bytes of heap objects, go_memstats_heap_alloc_bytes)
+	// at the same three moments; after a wave it is what survived two
+	// forced collections. 0: not measured (reports before 2026-12-05's
+	// fifteenth round); -1: the target has no /metrics.
+	IdleLive  float64 `json:"idle_heap_live_mb,omitempty"`
+	AfterLive float64 `json:"after_heap_live_mb,omitempty"`
+	Wave2Live float64 `json:"after_wave2_heap_live_mb,omitempty"`
 	// Pooled are the target's established connections to the mocks: kept
 	// idle by its HTTP client for reuse (two goroutines each), not leaked.
 	IdlePooled  int  `json:"idle_pooled_conns"`

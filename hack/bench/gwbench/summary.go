@@ -72,6 +72,17 @@ func measured(f func(StreamRow) (file, v float64)) func(StreamRow) float64 {
 	}
 }
 
+// positive is f where it is above 0, NaN where it is 0 (not measured:
+// older reports) or -1 (not exposed).
+func positive(f func(StreamRow) float64) func(StreamRow) float64 {
+	return func(r StreamRow) float64 {
+		if v := f(r); v > 0 {
+			return v
+		}
+		return math.NaN()
+	}
+}
+
 // peakStack is the most wave 1's samples saw in goroutine stacks, NaN
 // where none was scraped.
 func peakStack(r StreamRow) float64 {
@@ -123,6 +134,9 @@ type StreamSummary struct {
 	IdleHeap    Num      `json:"idle_heap_inuse_mb"`
 	AfterHeap   Num      `json:"after_heap_inuse_mb"`
 	Wave2Heap   Num      `json:"after_wave2_heap_inuse_mb"`
+	IdleLive    Num      `json:"idle_heap_live_mb"` // NaN where not measured
+	AfterLive   Num      `json:"after_heap_live_mb"`
+	Wave2Live   Num      `json:"after_wave2_heap_live_mb"`
 	BackRounds  int      `json:"back_to_idle_rounds"`
 	Rounds      int      `json:"rounds"`
 	Reasons     []string `json:"not_back_reasons,omitempty"`
@@ -296,6 +310,9 @@ func summarizeRounds(rounds []Round) Summary {
 			IdleHeap:    medianOf(xs, orNaN(func(r StreamRow) float64 { return r.IdleHeap })),
 			AfterHeap:   medianOf(xs, orNaN(func(r StreamRow) float64 { return r.AfterHeap })),
 			Wave2Heap:   medianOf(xs, orNaN(func(r StreamRow) float64 { return r.Wave2Heap })),
+			IdleLive:    medianOf(xs, positive(func(r StreamRow) float64 { return r.IdleLive })),
+			AfterLive:   medianOf(xs, positive(func(r StreamRow) float64 { return r.AfterLive })),
+			Wave2Live:   medianOf(xs, positive(func(r StreamRow) float64 { return r.Wave2Live })),
 			IdleAnon:    medianOf(xs, measured(func(r StreamRow) (float64, float64) { return r.IdleFileRSS, r.IdleRSS - r.IdleFileRSS })),
 			IdleFile:    medianOf(xs, measured(func(r StreamRow) (float64, float64) { return r.IdleFileRSS, r.IdleFileRSS })),
 			PeakAnon:    medianOf(xs, measured(func(r StreamRow) (float64, float64) { s := peakSample(r); return s.FileMB, s.RSSMB - s.FileMB })),
