@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -252,37 +253,33 @@ func (b *bench) sampleStreams(ctx context.Context, t *target, p *proc, start tim
 // profile of that state is kept, named by target, round and wave.
 func (b *bench) settle(ctx context.Context, t *target, p *proc, ports []int, idle procState, wave int) (procState, bool) {
 	deadline := time.Now().Add(b.cfg.settle)
+	var prof *bytes.Buffer // the profile of the last look: the one kept
+	if b.cfg.heapProfiles != "" && t.mgmt != "" {
+		prof = new(bytes.Buffer)
+	}
 	for {
-		var save *os.File
-		if b.cfg.heapProfiles != "" && t.mgmt != "" {
-			var err error
-			name := fmt.Sprintf("heap-%s-round%d-wave%d.pb.gz", t.spec.Name, b.round, wave)
-			if save, err = os.Create(filepath.Join(b.cfg.heapProfiles, name)); err != nil {
-				b.fail(fmt.Errorf("streams %s: heap profile: %w", t.spec.Name, err))
-				return procState{}, false
-			}
+		var save io.Writer
+		if prof != nil {
+			prof.Reset()
+			save = prof
 		}
-		now, err := b.procState(ctx, t, p, ports, true, fileOrNil(save))
-		if save != nil {
-			save.Close()
-		}
+		now, err := b.procState(ctx, t, p, ports, true, save)
 		if err != nil {
 			b.fail(fmt.Errorf("streams %s: after: %w", t.spec.Name, err))
 			return now, false
 		}
 		if t.mgmt == "" || goroutinesBack(idle, now) || time.Now().After(deadline) || ctx.Err() != nil {
+			if prof != nil {
+				name := filepath.Join(b.cfg.heapProfiles, fmt.Sprintf("heap-%s-round%d-wave%d.pb.gz", t.spec.Name, b.round, wave))
+				if err := os.WriteFile(name, prof.Bytes(), 0o644); err != nil {
+					b.fail(fmt.Errorf("streams %s: heap profile: %w", t.spec.Name, err))
+					return now, false
+				}
+			}
 			return now, true
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-}
-
-// fileOrNil keeps a nil *os.File from becoming a non-nil io.Writer.
-func fileOrNil(f *os.File) io.Writer {
-	if f == nil {
-		return nil
-	}
-	return f
 }
 
 // goroutinesBack: goroutines, less two per pooled upstream connection (its
@@ -301,7 +298,7 @@ func goroutinesBack(idle, now procState) bool {
 // judged is the live one (the bytes of objects that survived two forced
 // collections) where the target exposes it: heap in use also counts the
 // free slots of every span that still holds a live object, which moved by
-// up to ±1.5 MB from wave to wave with the live heap within 0.5 MB
+// −1.2 to +1.6 MB from wave to wave with the live heap within 0.5 MB
 // (docs/BENCHMARK.md, fifteenth round), so it is reported, and judged only
 // where nothing else is exposed. Without /metrics (the mock) there is
 // nothing to judge but RSS, which Go returns to the OS lazily, so it is
