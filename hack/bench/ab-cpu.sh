@@ -9,7 +9,10 @@
 # every run and, per variant, the median and its ratio to the first
 # variant's median.
 #
-#   hack/bench/ab-cpu.sh [-n 20000] [-c 8] [-r 5] [-stream on|off] [-chunks 4] [-measure cpu|instructions|syscalls] VARIANT...
+#   hack/bench/ab-cpu.sh [-n 20000] [-c 8] [-r 5] [-stream on|off] [-chunks 4] [-measure cpu|instructions|syscalls] [-keep DIR] VARIANT...
+#
+# -keep DIR copies each run's callgrind dump or strace table there (named
+# round-variant), for callgrind_annotate --inclusive=yes or a closer look.
 #
 # -chunks sets the content pieces of every mock answer (a stream's events:
 # that many content chunks plus the role, finish and usage ones).
@@ -40,15 +43,16 @@
 # Build first: make bench-tools (bin/llmgw, bin/bench-revproxy).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-n="" c=8 rounds="" stream=on chunks=4 measure=cpu
+n="" c=8 rounds="" stream=on chunks=4 measure=cpu keep=""
 while [[ $# -gt 0 && $1 == -* ]]; do
 	case $1 in
-	-n) n=$2 ;; -c) c=$2 ;; -r) rounds=$2 ;; -stream) stream=$2 ;; -chunks) chunks=$2 ;; -measure) measure=$2 ;;
+	-n) n=$2 ;; -c) c=$2 ;; -r) rounds=$2 ;; -stream) stream=$2 ;; -chunks) chunks=$2 ;; -measure) measure=$2 ;; -keep) keep=$2 ;;
 	*) echo "unknown flag $1" >&2; exit 2 ;;
 	esac
 	shift 2
 done
-[[ $# -gt 0 ]] || { sed -n '2,34p' "$0" >&2; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '2,37p' "$0" >&2; exit 2; }
+[[ -z $keep ]] || mkdir -p "$keep"
 case $measure in
 cpu) n=${n:-20000} rounds=${rounds:-5} warm=1000 unit="µs CPU/request" ;;
 instructions)
@@ -114,6 +118,7 @@ for r in $(seq "$rounds"); do
 					printf "    %-45s %-16s %8.2f\n", v, name, calls / n > "/dev/stderr"
 				}
 				END { printf "%.2f", sum / n }' "$work/strace")
+			[[ -z $keep ]] || cp "$work/strace" "$keep/strace.$r.$(basename "${v%%:*}")"
 		else
 			callgrind_control -z "$pid" >/dev/null 2>&1
 			"$work/client" "http://127.0.0.1:$port" "$k" "$n" "$c" "$stream"
@@ -124,6 +129,7 @@ for r in $(seq "$rounds"); do
 				sleep 0.1
 			done
 			per=$(awk -v n="$n" '$1 == "summary:" { printf "%.0f", $2 / n }' "$dump")
+			[[ -z $keep ]] || cp "$dump" "$keep/callgrind.$r.$(basename "${v%%:*}")"
 			rm -f "$work/callgrind.$pid"*
 		fi
 		kill "$pid"
