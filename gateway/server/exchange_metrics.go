@@ -18,7 +18,7 @@ import (
 // Added latency is the in-process part of what the benchmark calls "added":
 // from the handler's start to the moment the client has the answer's
 // content (JSON: the response written; SSE: the first content event
-// flushed), minus the time spent in provider attempts before that moment
+// written), minus the time spent in provider attempts before that moment
 // and minus the time spent reading the request body from the client. A
 // provider attempt counts from the adapter call to its answer (JSON) or to
 // its first content event (SSE), the adapter's own encoding and decoding
@@ -96,18 +96,22 @@ func deref(m *map[routeKey]*routeSeries) map[routeKey]*routeSeries {
 // clock only, half the cost of a time.Now.
 func (x *exchange) elapsed() time.Duration { return time.Since(x.start) }
 
-// observeCommit runs at a stream's commit point, once the response head and
-// the first content event have been written (or the write failed): arrived
-// (elapsed) is when the committed attempt had its first content, ending its
-// provider time.
-func (x *exchange) observeCommit(arrived time.Duration, rl *sseRelay) {
+// observeCommit runs at a stream's commit point: from here the stream's
+// tokens are observed under its route's series (observeEnd), whether or
+// not anything reaches the client.
+func (x *exchange) observeCommit(rl *sseRelay) {
+	x.times.series = x.s.metrics.routeSeries(x.alias.Name, rl.sa.route.Provider)
+}
+
+// observeFirstWrite runs once a committed stream's first write (the head,
+// the role and the first content, with whatever arrived with them) has
+// succeeded. When the upstream sent its whole answer at once, that write
+// comes after the record is final (end), which is then part of the added
+// latency.
+func (x *exchange) observeFirstWrite(rl *sseRelay) {
 	t := &x.times
-	t.series = x.s.metrics.routeSeries(x.alias.Name, rl.sa.route.Provider)
-	if rl.writeErr != nil {
-		return // the client is gone: nothing reached it to measure
-	}
 	since := x.elapsed()
-	t.series.addedSSE.Observe((since - t.clientBody - t.upstream - (arrived - t.attemptStart.Sub(x.start))).Seconds())
+	t.series.addedSSE.Observe((since - t.clientBody - rl.providerTime).Seconds())
 	if rl.sa.first.Text != "" {
 		t.series.ttfc.Observe(since.Seconds())
 	}

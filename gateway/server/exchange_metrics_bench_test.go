@@ -70,7 +70,9 @@ func BenchmarkObserveSSE(b *testing.B) {
 		x.times = exchangeTimes{attemptStart: x.start}
 		t0 := x.elapsed()
 		x.times.clientBody = x.elapsed() - t0
-		x.observeCommit(x.elapsed(), rl)
+		rl.providerTime = x.elapsed() - x.times.attemptStart.Sub(x.start)
+		x.observeCommit(rl)
+		x.observeFirstWrite(rl)
 		x.observeEnd()
 	}
 }

@@ -34,22 +34,22 @@ func (s *gatedStream) Next() (provider.Event, error) {
 func (s *gatedStream) Close() error { return nil }
 
 // A committed stream waits for its upstream's next event without an output
-// buffer (it takes one from the pool for each batch and gives it back once
-// flushed, or at once when the batch had no content), and what it sends is
-// unchanged.
+// buffer (it takes one from the pool for each batch's first content and
+// gives it back once flushed), and what it sends is unchanged. It ends
+// holding one only when content came with the upstream's end (end writes
+// them together): not here, where the end came alone.
 func TestRelayWaitsWithoutAnOutputBuffer(t *testing.T) {
 	events := []provider.Event{{Text: "two"}, {FinishReason: "stop"}, {Text: "three"}}
 	st := &gatedStream{events: events, waiting: make(chan struct{}), resume: make(chan struct{})}
 	w := httptest.NewRecorder()
 	x := &exchange{w: w, r: httptest.NewRequest("POST", "/v1/chat/completions", nil),
 		alias: &snapshot.Alias{Timeouts: snapshot.Timeouts{IdleMs: 60_000}}}
-	rl := &sseRelay{x: x, sa: &streamAttempt{stream: st, cancel: func(error) {}}, rc: http.NewResponseController(w)}
+	// observed: this exchange has no metrics to observe the first write in.
+	rl := &sseRelay{x: x, sa: &streamAttempt{stream: st, cancel: func(error) {}}, rc: http.NewResponseController(w), observed: true}
 	rl.enc.init("req-1", 1, "chat", false)
-	// What commit does last: the role and the first content, sent.
+	// What commit leaves to the pump's first batch: the role and the first
+	// content.
 	rl.buf = rl.enc.content(rl.enc.role(rl.takeBuf()), "one")
-	if !rl.send() {
-		t.Fatal(rl.writeErr)
-	}
 	done := make(chan *failure, 1)
 	go func() { done <- rl.pump(context.Background()) }()
 	for range events {

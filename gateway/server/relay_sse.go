@@ -132,17 +132,26 @@ type sseRelay struct {
 	// batches are one or two events, and a slice of its own grew for each.
 	textStore [4]string
 	writeErr  error // the client is gone
+	// providerTime is the time spent in provider attempts up to the commit
+	// point (the committed attempt's up to its first content), outside the
+	// gateway's added latency.
+	providerTime time.Duration
+	observed     bool // the first write happened: its time is in the histograms
 }
 
-// commit sends the response head and the first content.
+// commit starts the response: the head, the role and the first content,
+// encoded into rl.buf but not yet written. pump writes them with whatever
+// arrived with them (the whole answer, when the upstream sent it at once),
+// without waiting for anything that has not.
 func (x *exchange) commit(sa *streamAttempt) *sseRelay {
-	arrived := x.elapsed() // the attempt's provider time ends here
+	// The committed attempt's provider time ends here.
+	providerTime := x.times.upstream + x.elapsed() - x.times.attemptStart.Sub(x.start)
 	x.rec.Provider, x.rec.ProviderModel = sa.route.Provider, sa.route.Model
 	// No route is tried after the commit point, so the prompt is not sent
 	// again: a long one would otherwise stay for the stream's whole life,
 	// beside the encoded copy the transport keeps until the body is closed.
 	x.p.req.Messages = nil
-	rl := &sseRelay{x: x, sa: sa, rc: http.NewResponseController(x.w)}
+	rl := &sseRelay{x: x, sa: sa, rc: http.NewResponseController(x.w), providerTime: providerTime}
 	rl.enc.init(x.rec.RequestID, x.start.Unix(), x.p.alias, x.p.includeUsage)
 	rl.texts = rl.textStore[:0]
 	x.waitBegun()
@@ -155,8 +164,7 @@ func (x *exchange) commit(sa *streamAttempt) *sseRelay {
 		rl.buf = rl.enc.content(rl.buf, sa.first.Text)
 		rl.texts = append(rl.texts, sa.first.Text)
 	}
-	rl.send()
-	x.observeCommit(arrived, rl)
+	x.observeCommit(rl)
 	return rl
 }
 
@@ -170,47 +178,56 @@ var (
 	jsonType       = []string{"application/json"}
 )
 
-// pump copies events to the client as they arrive, one flush for the events
-// that arrived together, until the upstream ends (nil), fails, stalls for
-// idleMs or the client goes away.
+// pump copies events to the client as they arrive, one write and flush for
+// the events that arrived together, until the upstream ends (nil), fails,
+// stalls for idleMs or the client goes away. Its first batch is the
+// commit's (in rl.buf). Events that arrived together with the upstream's end
+// are left in rl.buf: end writes them with the finish, in one write, so an
+// answer the upstream sent at once leaves with one write too.
 func (rl *sseRelay) pump(ctx context.Context) *failure {
 	x, sa := rl.x, rl.sa
 	var upErr error
-	if !sa.ended && rl.writeErr == nil {
+	if !sa.ended {
 		idle := ms(x.alias.Timeouts.IdleMs)
 		// The idle timer stops at the total deadline too (deadline.go).
 		idleTimer := time.AfterFunc(x.untilDeadline(idle), func() { sa.cancel(x.timeoutCause(errIdleTimeout)) })
 		buffered, _ := sa.stream.(provider.Buffered)
-		for {
-			ev, err := sa.stream.Next()
-			// Events that arrived together go out with one write and one
-			// flush; the first that would wait on the network ends the batch.
-			rl.buf = rl.takeBuf()
-			if err == nil {
-				idleTimer.Reset(x.untilDeadline(idle)) // once per read from the network, not per event
+		for first := true; ; first = false {
+			var ev provider.Event
+			var err error
+			// got: ev or err is at hand. The commit's batch takes only what
+			// has already arrived; every later batch waits for its first event.
+			got := false
+			switch {
+			case !first:
+				ev, err = sa.stream.Next()
+				got = true
+				if err == nil {
+					idleTimer.Reset(x.untilDeadline(idle)) // once per read from the network, not per event
+				}
+			case buffered != nil:
+				ev, got, err = buffered.TryNext()
 			}
-			for err == nil {
+			for got && err == nil {
 				sa.absorb(ev)
 				if ev.Text != "" {
-					rl.buf = rl.enc.content(rl.buf, ev.Text)
+					rl.buf = rl.enc.content(rl.heldBuf(), ev.Text)
 					rl.texts = append(rl.texts, ev.Text)
 				}
 				if buffered == nil {
 					break
 				}
-				var ok bool
-				if ev, ok, err = buffered.TryNext(); !ok {
-					break
-				}
+				ev, got, err = buffered.TryNext()
 			}
-			if len(rl.texts) > 0 && !rl.send() {
+			if errors.Is(err, io.EOF) {
+				break // what is in rl.buf goes out with the end
+			}
+			if (first || len(rl.texts) > 0) && !rl.send() {
 				break
 			}
 			rl.releaseBuf() // a batch without content: nothing to send
 			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					upErr = err
-				}
+				upErr = err
 				break
 			}
 		}
@@ -233,6 +250,15 @@ func (rl *sseRelay) pump(ctx context.Context) *failure {
 // more.
 func (rl *sseRelay) end(f *failure) {
 	x, sa := rl.x, rl.sa
+	// Gone after the last content (net/http cancels the request's context
+	// when the connection closes): nobody reads the end.
+	gone := x.r.Context().Err() != nil
+	if f == nil && !gone {
+		// Contents that arrived with the upstream's end are still in rl.buf
+		// and leave with the finish, in the write below: the record, final
+		// before it, counts them as sent.
+		rl.sent()
+	}
 	// What was sent is what is billed: the provider's usage of a stream
 	// that ended cleanly, else the gateway's own count of what it relayed.
 	u := x.ownCount(rl.relayed.N())
@@ -241,13 +267,11 @@ func (rl *sseRelay) end(f *failure) {
 	}
 	x.setUsage(u)
 	switch {
-	case f == nil && x.r.Context().Err() != nil:
-		// Gone after the last content (net/http cancels the request's
-		// context when the connection closes): nobody reads the end.
+	case f == nil && gone:
 		x.canceled()
 		return
 	case f == nil:
-		rl.buf = rl.enc.finish(rl.takeBuf(), finishReason(sa.finish))
+		rl.buf = rl.enc.finish(rl.heldBuf(), finishReason(sa.finish))
 		if x.p.includeUsage {
 			rl.buf = rl.enc.usage(rl.buf, usageOf(&x.rec))
 		}
@@ -262,9 +286,11 @@ func (rl *sseRelay) end(f *failure) {
 	}
 	// The end (finish and usage chunks, or the error event) and [DONE] in
 	// one write, not flushed: net/http flushes the response once the
-	// handler returns, a moment later, with the end of the chunked body:
+	// handler returns, a moment later, with the end of the chunked body
+	// (or, when nothing was flushed before, the head and a Content-Length):
 	// one write for what used to take three.
-	_, _ = x.w.Write(append(rl.buf, doneEvent...))
+	_, err := x.w.Write(append(rl.buf, doneEvent...))
+	rl.observeWrite(err)
 }
 
 // send writes and flushes rl.buf and gives the buffer back; the texts in it
@@ -272,15 +298,34 @@ func (rl *sseRelay) end(f *failure) {
 func (rl *sseRelay) send() bool {
 	rl.writeErr = writeFlush(rl.x.w, rl.rc, rl.buf)
 	rl.releaseBuf()
+	rl.observeWrite(rl.writeErr)
 	if rl.writeErr != nil {
 		return false
 	}
+	rl.sent()
+	return true
+}
+
+// sent counts the texts of rl.buf as relayed.
+func (rl *sseRelay) sent() {
 	for _, t := range rl.texts {
 		rl.relayed.Add(t)
 	}
 	clear(rl.texts)
 	rl.texts = rl.texts[:0]
-	return true
+}
+
+// observeWrite takes the time of the response's first write for the
+// histograms (exchange_metrics.go), unless it failed: nothing reached the
+// client to measure.
+func (rl *sseRelay) observeWrite(err error) {
+	if rl.observed {
+		return
+	}
+	rl.observed = true
+	if err == nil {
+		rl.x.observeFirstWrite(rl)
+	}
 }
 
 // close releases the upstream once the client has its last byte, and the
@@ -302,6 +347,15 @@ func (rl *sseRelay) takeBuf() []byte {
 		return (*rl.bufBox)[:0]
 	}
 	return rl.buf[:0]
+}
+
+// heldBuf is rl.buf with the events it holds, not yet sent, or an empty
+// buffer from the pool if the relay holds none.
+func (rl *sseRelay) heldBuf() []byte {
+	if rl.buf == nil {
+		return rl.takeBuf()
+	}
+	return rl.buf
 }
 
 // releaseBuf gives the buffer back, in the handle it came in: a fresh

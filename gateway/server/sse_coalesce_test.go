@@ -22,9 +22,11 @@ func oaiChunk(text string) string {
 const oaiEnd = `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n" + "data: [DONE]\n\n"
 
 // rawStream posts a streaming chat request over a raw connection and returns
-// the HTTP chunks of the response body as the gateway flushed them (one
-// chunk per flush under chunked encoding), calling onChunk after each.
-func rawStream(t *testing.T, gwURL, key, model string, onChunk func(string)) []string {
+// the response body as the gateway wrote it, calling onChunk after each
+// piece: the HTTP chunks (one per flush) under chunked encoding, or the
+// whole body when the gateway answered with a Content-Length (net/http does
+// when the handler wrote it all without a flush), and the request id.
+func rawStream(t *testing.T, gwURL, key, model string, onChunk func(string)) (chunks []string, requestID string) {
 	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(gwURL, "http://"))
 	if err != nil {
@@ -40,10 +42,20 @@ func rawStream(t *testing.T, gwURL, key, model string, onChunk func(string)) []s
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != 200 || resp.TransferEncoding == nil {
-		t.Fatalf("status %d, transfer encoding %v", resp.StatusCode, resp.TransferEncoding)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
 	}
-	var chunks []string
+	requestID = resp.Header.Get("X-Request-Id")
+	if resp.TransferEncoding == nil {
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || int64(len(b)) != resp.ContentLength {
+			t.Fatalf("body of %d B, Content-Length %d: %v", len(b), resp.ContentLength, err)
+		}
+		if onChunk != nil {
+			onChunk(string(b))
+		}
+		return []string{string(b)}, requestID
+	}
 	for {
 		line, err := br.ReadString('\n')
 		if err != nil {
@@ -54,7 +66,7 @@ func rawStream(t *testing.T, gwURL, key, model string, onChunk func(string)) []s
 			t.Fatalf("chunk size %q: %v", line, err)
 		}
 		if n == 0 {
-			return chunks
+			return chunks, requestID
 		}
 		b := make([]byte, n+2)
 		if _, err := io.ReadFull(br, b); err != nil {
@@ -86,11 +98,11 @@ func withUpstream(url string) func(*snapshot.Snapshot) {
 	}
 }
 
-// Events that reach the gateway together leave it with one flush: the
-// upstream writes its whole answer at once, so after the commit point (role
-// and first content, one flush) the other four contents go out in one, and
-// the end (finish chunk and [DONE]) in one more.
-func TestStreamEventsThatArriveTogetherShareAFlush(t *testing.T) {
+// Events that reach the gateway together leave it with one write: an
+// upstream that writes its whole answer at once gets the client its head,
+// role, five contents, finish and [DONE] in one write (net/http then frames
+// it with a Content-Length), the record final before it.
+func TestStreamAnswerThatArrivesAtOnceLeavesInOneWrite(t *testing.T) {
 	url := streamingUpstream(t, func(w http.ResponseWriter) {
 		var b strings.Builder
 		for _, s := range []string{"one", " two", " three", " four", " five"} {
@@ -100,16 +112,75 @@ func TestStreamEventsThatArriveTogetherShareAFlush(t *testing.T) {
 		_, _ = w.Write([]byte(b.String()))
 	})
 	h := newHarness(t, withUpstream(url))
-	chunks := rawStream(t, h.gw.URL, h.keyA, "chat-raw", nil)
-	contents := func(c string) int { return strings.Count(c, `"content":"`) - strings.Count(c, `"content":""`) }
-	if len(chunks) != 3 {
-		t.Fatalf("%d flushes, want 3 (commit, the other contents, the end: finish and [DONE]): %q", len(chunks), chunks)
+	chunks, _ := rawStream(t, h.gw.URL, h.keyA, "chat-raw", nil)
+	if len(chunks) != 1 {
+		t.Fatalf("%d writes, want 1: %q", len(chunks), chunks)
 	}
-	if got := []int{contents(chunks[0]), contents(chunks[1])}; got[0] != 1 || got[1] != 4 {
-		t.Fatalf("contents per flush = %v, want [1 4]", got)
+	if got := contents(chunks[0]); got != 5 {
+		t.Fatalf("%d contents in the write, want 5: %q", got, chunks[0])
 	}
-	if !strings.Contains(chunks[2], `"finish_reason":"stop"`) || !strings.HasSuffix(chunks[2], "data: [DONE]\n\n") {
-		t.Fatalf("last flush %q, want the finish chunk and [DONE]", chunks[2])
+	if !strings.Contains(chunks[0], `"finish_reason":"stop"`) || !strings.HasSuffix(chunks[0], "data: [DONE]\n\n") {
+		t.Fatalf("write %q, want the finish chunk and [DONE] at its end", chunks[0])
+	}
+}
+
+// contents counts the content deltas in a piece of an SSE body.
+func contents(c string) int {
+	return strings.Count(c, `"content":"`) - strings.Count(c, `"content":""`)
+}
+
+// The commit's batch (role and first content) is written with what arrived
+// with it and no more: the rest, sent by the upstream after a pause, and
+// the end, in a write of their own.
+func TestStreamCommitBatchIsWhatArrivedWithIt(t *testing.T) {
+	url := streamingUpstream(t, func(w http.ResponseWriter) {
+		f := w.(http.Flusher)
+		_, _ = w.Write([]byte(oaiChunk("one") + oaiChunk(" two")))
+		f.Flush()
+		time.Sleep(50 * time.Millisecond) // the gateway has read the first two by then
+		_, _ = w.Write([]byte(oaiChunk(" three") + oaiChunk(" four") + oaiEnd))
+	})
+	h := newHarness(t, withUpstream(url))
+	chunks, _ := rawStream(t, h.gw.URL, h.keyA, "chat-raw", nil)
+	if len(chunks) != 2 {
+		t.Fatalf("%d writes, want 2 (what arrived together, twice): %q", len(chunks), chunks)
+	}
+	if got := []int{contents(chunks[0]), contents(chunks[1])}; got[0] != 2 || got[1] != 2 {
+		t.Fatalf("contents per write = %v, want [2 2]", got)
+	}
+	if strings.Contains(chunks[0], "[DONE]") || !strings.HasSuffix(chunks[1], "data: [DONE]\n\n") {
+		t.Fatalf("writes %q: want [DONE] only at the end of the second", chunks)
+	}
+}
+
+// Contents written with the end are billed as sent: a stream whose provider
+// reports no usage is billed by the gateway's own count of what it relayed,
+// the same whether its events came at once (one write with the end) or one
+// at a time (a write each).
+func TestStreamOwnCountIsTheSameAtOnceOrApart(t *testing.T) {
+	texts := []string{"one", " two", " three", " four", " five"}
+	outputTokens := func(apart bool) int {
+		url := streamingUpstream(t, func(w http.ResponseWriter) {
+			f := w.(http.Flusher)
+			for _, s := range texts {
+				_, _ = w.Write([]byte(oaiChunk(s)))
+				if apart {
+					f.Flush()
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			_, _ = w.Write([]byte(oaiEnd))
+		})
+		h := newHarness(t, withUpstream(url))
+		chunks, id := rawStream(t, h.gw.URL, h.keyA, "chat-raw", nil)
+		if n := len(chunks); apart == (n == 1) {
+			t.Fatalf("apart=%v: %d writes", apart, n)
+		}
+		return h.record(id).OutputTokens
+	}
+	atOnce, apart := outputTokens(false), outputTokens(true)
+	if atOnce == 0 || atOnce != apart {
+		t.Fatalf("output tokens billed: %d at once, %d apart; want equal and above 0", atOnce, apart)
 	}
 }
 
@@ -134,7 +205,7 @@ func TestStreamEventIsNotHeldForTheNext(t *testing.T) {
 	h := newHarness(t, withUpstream(url))
 	var seen strings.Builder
 	signalled := false
-	rawStream(t, h.gw.URL, h.keyA, "chat-raw", func(c string) {
+	_, _ = rawStream(t, h.gw.URL, h.keyA, "chat-raw", func(c string) {
 		seen.WriteString(c)
 		if !signalled && strings.Contains(seen.String(), `"content":" two"`) {
 			signalled = true
