@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ab-cpu.sh: the gateway's own CPU per request, A against B, with less noise
 # than make bench's 3-second closed-loop windows. Every variant runs on a
-# fresh process in front of the same `llmgw mockprovider --flavor alpha`;
+# fresh process in front of the same `llmgw mockprovider --flavor alpha` (or beta);
 # rounds interleave the variants (A B C A B C ...), so a slow minute of the
 # shared machine hits all of them. A run: W unmeasured requests, then N
 # requests from C concurrent clients (keep-alive, hack/bench/abclient), the
@@ -9,7 +9,11 @@
 # every run and, per variant, the median and its ratio to the first
 # variant's median.
 #
-#   hack/bench/ab-cpu.sh [-n 20000] [-c 8] [-r 5] [-stream on|off] [-chunks 4] [-measure cpu|instructions|syscalls] [-keep DIR] VARIANT...
+#   hack/bench/ab-cpu.sh [-n 20000] [-c 8] [-r 5] [-stream on|off] [-chunks 4] [-flavor alpha|beta] [-measure cpu|instructions|syscalls] [-keep DIR] VARIANT...
+#
+# -flavor beta puts an Anthropic-style mock behind every variant instead:
+# the gateway translates (its alias routes to a provider of protocol
+# anthropic), the reverse proxy is sent the mock's own /v1/messages.
 #
 # -keep DIR copies each run's callgrind dump or strace table there (named
 # round-variant), for callgrind_annotate --inclusive=yes or a closer look.
@@ -43,15 +47,15 @@
 # Build first: make bench-tools (bin/llmgw, bin/bench-revproxy).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-n="" c=8 rounds="" stream=on chunks=4 measure=cpu keep=""
+n="" c=8 rounds="" stream=on chunks=4 flavor=alpha measure=cpu keep=""
 while [[ $# -gt 0 && $1 == -* ]]; do
 	case $1 in
-	-n) n=$2 ;; -c) c=$2 ;; -r) rounds=$2 ;; -stream) stream=$2 ;; -chunks) chunks=$2 ;; -measure) measure=$2 ;; -keep) keep=$2 ;;
+	-n) n=$2 ;; -c) c=$2 ;; -r) rounds=$2 ;; -stream) stream=$2 ;; -chunks) chunks=$2 ;; -flavor) flavor=$2 ;; -measure) measure=$2 ;; -keep) keep=$2 ;;
 	*) echo "unknown flag $1" >&2; exit 2 ;;
 	esac
 	shift 2
 done
-[[ $# -gt 0 ]] || { sed -n '2,37p' "$0" >&2; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '2,41p' "$0" >&2; exit 2; }
 [[ -z $keep ]] || mkdir -p "$keep"
 case $measure in
 cpu) n=${n:-20000} rounds=${rounds:-5} warm=1000 unit="µs CPU/request" ;;
@@ -71,7 +75,8 @@ trap cleanup EXIT
 
 # shellcheck source=hack/bench/rig.sh
 . hack/bench/rig.sh
-start_alpha_rig "$chunks"
+case $flavor in alpha | beta) ;; *) echo "-flavor is alpha or beta, not $flavor" >&2; exit 2 ;; esac
+start_rig "$flavor" "$chunks"
 tck=$(getconf CLK_TCK)
 
 for r in $(seq "$rounds"); do
@@ -84,7 +89,8 @@ for r in $(seq "$rounds"); do
 		if [[ $v == revproxy ]]; then
 			"${under[@]}" bin/bench-revproxy -addr "127.0.0.1:$port" -mgmt-addr "127.0.0.1:$mport" -alpha "http://127.0.0.1:$mock_port" \
 				-beta "http://127.0.0.1:$mock_port" >"$work/target.log" 2>&1 &
-			pid=$! k=unused health=/healthz
+			pid=$! k=unused health=/healthz proto=anthropic
+			[[ $flavor == alpha ]] && proto=openai
 		else
 			bin=${v%%:*} flags=""
 			[[ $v == *:* ]] && flags=${v#*:}
@@ -92,21 +98,21 @@ for r in $(seq "$rounds"); do
 			# shellcheck disable=SC2086 # flags are words
 			"${under[@]}" "$bin" gateway --snapshot "$work/snapshot.json" --db "$work/usage.db" --addr "127.0.0.1:$port" \
 				--mgmt-addr "127.0.0.1:$mport" --ip-rpm 0 $flags >"$work/target.log" 2>&1 &
-			pid=$! k=$key health=/health
+			pid=$! k=$key health=/health proto=openai
 		fi
 		pids+=("$pid")
 		wait_up "http://127.0.0.1:$port$health"
-		"$work/client" "http://127.0.0.1:$port" "$k" "$warm" "$c" "$stream"
+		"$work/client" "http://127.0.0.1:$port" "$k" "$warm" "$c" "$stream" "$proto"
 		if [[ $measure == cpu ]]; then
 			t0=$(awk '{print $14+$15}' "/proc/$pid/stat")
-			"$work/client" "http://127.0.0.1:$port" "$k" "$n" "$c" "$stream"
+			"$work/client" "http://127.0.0.1:$port" "$k" "$n" "$c" "$stream" "$proto"
 			t1=$(awk '{print $14+$15}' "/proc/$pid/stat")
 			per=$(echo "($t1 - $t0) * 1000000 / $tck / $n" | bc -l)
 		elif [[ $measure == syscalls ]]; then
 			strace -c -f -q -p "$pid" -o "$work/strace" &
 			spid=$!
 			sleep 1 # strace attaches to every thread before the requests start
-			"$work/client" "http://127.0.0.1:$port" "$k" "$n" "$c" "$stream"
+			"$work/client" "http://127.0.0.1:$port" "$k" "$n" "$c" "$stream" "$proto"
 			kill -INT "$spid"
 			wait "$spid" 2>/dev/null || true
 			per=$(awk -v n="$n" -v v="$v" '
@@ -121,7 +127,7 @@ for r in $(seq "$rounds"); do
 			[[ -z $keep ]] || cp "$work/strace" "$keep/strace.$r.$(basename "${v%%:*}")"
 		else
 			callgrind_control -z "$pid" >/dev/null 2>&1
-			"$work/client" "http://127.0.0.1:$port" "$k" "$n" "$c" "$stream"
+			"$work/client" "http://127.0.0.1:$port" "$k" "$n" "$c" "$stream" "$proto"
 			callgrind_control -d "$pid" >/dev/null 2>&1
 			for _ in $(seq 100); do
 				dump=$(ls "$work/callgrind.$pid".* 2>/dev/null | head -1)
