@@ -65,6 +65,7 @@ func Main(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.ReadRPM, "read-rpm", 60, "per-key limit of GET /v1/usage and GET /v1/models together, a bucket apart from the key's chat bucket: requests per minute, or the key's own rate if larger")
 	fs.IntVar(&cfg.ReadBurst, "read-burst", 20, "per-key limit of GET /v1/usage and GET /v1/models: burst, or the key's own burst if larger")
 	fs.BoolVar(&cfg.ReleaseStartupPages, "release-startup-pages", true, "once serving, drop this process's mappings of the pages of its executable that only startup read (every linked package's init, the controller's libraries included); they stay in the page cache and come back on a read, so resident memory is the gateway's working set (Linux)")
+	idleRelease := fs.Duration("gc-idle-release", gcfloor.DefaultIdleRelease, "with --gc-heap-floor: how long allocation must stay quiet (under 256 KiB a second) before the heap the floor let grow is given back to the OS; traffic that comes back after a release first pays to fault those pages in again (0 to 1m)")
 	heapFloor := fs.String("gc-heap-floor", "8Mi", "let the heap grow to this much (a Kubernetes quantity) before the garbage collector runs while the live heap is small: fewer collections of the same static data under load; plain GOGC=100 pacing once the live heap is half of it or more; 0 turns it off, and a GOGC environment variable overrides it")
 	quotaFlags := addQuotaStoreFlags(fs)
 	fs.Usage = func() {
@@ -103,7 +104,10 @@ func Main(ctx context.Context, args []string) error {
 	if floor.Sign() < 0 || floor.Cmp(resource.MustParse("1Gi")) > 0 {
 		return fmt.Errorf("--gc-heap-floor %s: must be between 0 and 1Gi", floor.String())
 	}
-	if t := gcfloor.Start(uint64(floor.Value()), os.Getenv("GOGC")); t != nil {
+	if *idleRelease < 0 || *idleRelease > time.Minute {
+		return errors.New("--gc-idle-release must be between 0 and 1m")
+	}
+	if t := gcfloor.Start(uint64(floor.Value()), *idleRelease, os.Getenv("GOGC")); t != nil {
 		defer t.Stop()
 		log.Debug("gc heap floor on", "floor_bytes", floor.Value(), "gogc", t.Percent())
 	}

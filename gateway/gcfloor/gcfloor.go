@@ -46,20 +46,23 @@ type Tuner struct {
 	samples [len(names)]metrics.Sample
 	percent atomic.Int64 // the last percent set, for tests and logs
 
-	idleTick time.Duration // how often the idle watch looks
-	done     chan struct{}
-	released atomic.Int64 // idle releases so far
+	idleTick  time.Duration // how often the idle watch looks
+	idleAfter time.Duration // how long allocation stays quiet before a release
+	done      chan struct{}
+	released  atomic.Int64 // idle releases so far
 }
 
 // active holds the process's one tuner: GOGC is the process's, and a
 // second tuner would take the first one's percent for its base.
 var active atomic.Bool
 
-// Start tunes GOGC for a heap goal of at least floor bytes. It returns nil
+// Start tunes GOGC for a heap goal of at least floor bytes, and gives the
+// floor's memory back once allocation has been quiet for idleAfter (at
+// least one idle tick). It returns nil
 // (nothing to tune) when floor is 0, when the collector is off or set by
 // the GOGC environment variable (an operator's explicit choice wins), or
 // when a tuner is already running in this process.
-func Start(floor uint64, gogcEnv string) *Tuner {
+func Start(floor uint64, idleAfter time.Duration, gogcEnv string) *Tuner {
 	if floor == 0 || gogcEnv != "" || !active.CompareAndSwap(false, true) {
 		return nil
 	}
@@ -69,7 +72,7 @@ func Start(floor uint64, gogcEnv string) *Tuner {
 		active.Store(false)
 		return nil
 	}
-	t := &Tuner{floor: floor, base: base, idleTick: idleTickFor(), done: make(chan struct{})}
+	t := &Tuner{floor: floor, base: base, idleTick: idleTickFor(), idleAfter: idleAfter, done: make(chan struct{})}
 	for i, n := range names {
 		t.samples[i].Name = n
 	}
@@ -80,11 +83,20 @@ func Start(floor uint64, gogcEnv string) *Tuner {
 	return t
 }
 
-// idleTick is how often the idle watch looks: memory comes back within
-// two ticks of the last request. Looking often costs nothing that counts
-// (a metrics read), and a release needs the heap to have grown past the
-// default pacing's goal since the last one, so however often the traffic
-// pauses there are no more forced collections than GOGC=100 would run.
+// DefaultIdleRelease is how long allocation stays quiet before `llmgw
+// gateway` gives the floor's memory back (--gc-idle-release): long enough
+// that traffic in bursts with pauses of a second or two keeps its heap. A
+// release 250 ms into every pause made the next burst fault ≈ 1 page a
+// request back in and cost 10–25 % more CPU a stream request than keeping
+// the pages (docs/BENCHMARK.md, seventeenth round).
+const DefaultIdleRelease = 5 * time.Second
+
+// idleTick is how often the idle watch looks: memory comes back within a
+// tick of idleAfter after the last request. Looking often costs nothing
+// that counts (a metrics read), and a release needs the heap to have grown
+// past the default pacing's goal since the last one, so however often the
+// traffic pauses there are no more forced collections than GOGC=100 would
+// run.
 const idleTick = 250 * time.Millisecond
 
 // idleAllocRate is the allocation rate below which a tick counts as idle:
@@ -107,10 +119,17 @@ var idleTickFor = func() time.Duration { return idleTick }
 // and returns every free page to the OS. Until the heap grows past that
 // again there is nothing to give back, so a quiet process pays for one
 // collection, not one a tick.
+//
+// Quiet means quiet for idleAfter, in ticks in a row: a release empties
+// the heap's pages, and traffic that comes back pays to fault them in
+// again, every page (on the benchmark VM a burst after each release cost
+// more CPU than the floor saved; docs/BENCHMARK.md, seventeenth round).
 func (t *Tuner) watchIdle() {
 	tick := time.NewTicker(t.idleTick)
 	defer tick.Stop()
 	quiet := max(uint64(idleAllocRate*t.idleTick/time.Second), 1)
+	need := quietTicks(t.idleAfter, t.idleTick)
+	streak := 0
 	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/heap/live:bytes"},
 		{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
 	metrics.Read(s)
@@ -124,7 +143,12 @@ func (t *Tuner) watchIdle() {
 		metrics.Read(s)
 		allocs, live := s[0].Value.Uint64(), s[1].Value.Uint64()
 		inHand := s[2].Value.Uint64() + s[3].Value.Uint64() + s[4].Value.Uint64()
-		due := releaseDue(allocs-last, quiet, inHand, live)
+		if allocs-last < quiet {
+			streak++
+		} else {
+			streak = 0
+		}
+		due := streak >= need && releaseDue(allocs-last, quiet, inHand, live)
 		last = allocs
 		if !due {
 			continue
@@ -132,6 +156,11 @@ func (t *Tuner) watchIdle() {
 		debug.FreeOSMemory()
 		t.released.Add(1)
 	}
+}
+
+// quietTicks is how many quiet ticks in a row make idleAfter: at least one.
+func quietTicks(idleAfter, tick time.Duration) int {
+	return max(1, int((idleAfter+tick-1)/tick))
 }
 
 // releaseDue says whether a look that saw allocated bytes since the last

@@ -35,10 +35,10 @@ func TestPercentFor(t *testing.T) {
 }
 
 func TestStartLeavesAnExplicitChoiceAlone(t *testing.T) {
-	if tu := Start(0, ""); tu != nil {
+	if tu := Start(0, 0, ""); tu != nil {
 		t.Fatal("a zero floor started a tuner")
 	}
-	if tu := Start(8*mib, "200"); tu != nil {
+	if tu := Start(8*mib, 0, "200"); tu != nil {
 		t.Fatal("GOGC from the environment was overridden")
 	}
 }
@@ -59,7 +59,7 @@ func goalAfterGC() uint64 {
 
 func TestFloorRaisesTheGoalOfASmallHeap(t *testing.T) {
 	plain := goalAfterGC()
-	tu := Start(16*mib, "")
+	tu := Start(16*mib, 0, "")
 	if tu == nil {
 		t.Fatal("no tuner")
 	}
@@ -75,11 +75,11 @@ func TestFloorRaisesTheGoalOfASmallHeap(t *testing.T) {
 }
 
 func TestALargeLiveHeapGetsDefaultPacing(t *testing.T) {
-	tu := Start(8*mib, "")
+	tu := Start(8*mib, 0, "")
 	if tu == nil {
 		t.Fatal("no tuner")
 	}
-	if Start(8*mib, "") != nil {
+	if Start(8*mib, 0, "") != nil {
 		t.Fatal("a second tuner started beside the first")
 	}
 	waitPercent(t, tu, func(p int) bool { return p > 100 })
@@ -209,7 +209,7 @@ func waitRelease(t *testing.T, tu *Tuner, n int) {
 // its first raised percent; the test's cleanup stops it.
 func startFloored(t *testing.T) *Tuner {
 	t.Helper()
-	tu := startWithTick(t, 32*mib, 20*time.Millisecond)
+	tu := startWithTick(t, 32*mib, 20*time.Millisecond, 0)
 	t.Cleanup(tu.Stop)
 	waitPercent(t, tu, func(p int) bool { return p > 100 })
 	return tu
@@ -223,14 +223,44 @@ func garbage(n int) {
 }
 
 // startWithTick is Start with the idle watch's tick shortened.
-func startWithTick(t *testing.T, floor uint64, tick time.Duration) *Tuner {
+func startWithTick(t *testing.T, floor uint64, tick, idleAfter time.Duration) *Tuner {
 	t.Helper()
 	old := idleTickFor
 	idleTickFor = func() time.Duration { return tick }
 	defer func() { idleTickFor = old }()
-	tu := Start(floor, "")
+	tu := Start(floor, idleAfter, "")
 	if tu == nil {
 		t.Fatal("no tuner")
 	}
 	return tu
+}
+
+func TestQuietTicks(t *testing.T) {
+	const tick = 250 * time.Millisecond
+	for _, c := range []struct {
+		idleAfter time.Duration
+		want      int
+	}{{0, 1}, {time.Millisecond, 1}, {tick, 1}, {tick + 1, 2}, {2 * time.Second, 8}, {time.Minute, 240}} {
+		if got := quietTicks(c.idleAfter, tick); got != c.want {
+			t.Errorf("quietTicks(%v, %v) = %d, want %d", c.idleAfter, tick, got, c.want)
+		}
+	}
+}
+
+// The release waits for idleAfter of quiet after the last allocation: a
+// lower bound, which a slow machine (late ticks) only makes later.
+func TestReleaseWaitsForTheQuietSpell(t *testing.T) {
+	const tick, idleAfter = 20 * time.Millisecond, 400 * time.Millisecond
+	tu := startWithTick(t, 32*mib, tick, idleAfter)
+	t.Cleanup(tu.Stop)
+	waitPercent(t, tu, func(p int) bool { return p > 100 })
+	n := tu.Released()
+	garbage(12 * mib)
+	last := time.Now()
+	waitRelease(t, tu, n)
+	// The tick the garbage ended in was busy; the release comes on the
+	// quietTicks-th quiet tick after it.
+	if since := time.Since(last); since < idleAfter-tick {
+		t.Fatalf("released %v after the last allocation, before %v of quiet", since, idleAfter)
+	}
 }
