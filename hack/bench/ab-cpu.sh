@@ -9,7 +9,12 @@
 # every run and, per variant, the median and its ratio to the first
 # variant's median.
 #
-#   hack/bench/ab-cpu.sh [-n 20000] [-c 8] [-r 5] [-stream on|off] [-chunks 4] [-flavor alpha|beta] [-measure cpu|instructions|syscalls] [-keep DIR] VARIANT...
+#   hack/bench/ab-cpu.sh [-n 20000] [-c 8] [-r 5] [-stream on|off] [-chunks 4] [-flavor alpha|beta] [-bursts 1 -pause 0] [-measure cpu|instructions|syscalls] [-keep DIR] VARIANT...
+#
+# -bursts B -pause S (CPU only) sends the N measured requests in B bursts
+# of N/B, each after S seconds without traffic, as traffic that comes and
+# goes does; the CPU over all of it (the pauses too) is divided by N, and
+# the process's minor page faults a request are printed beside it.
 #
 # -flavor beta puts an Anthropic-style mock behind every variant instead:
 # the gateway translates (its alias routes to a provider of protocol
@@ -47,15 +52,15 @@
 # Build first: make bench-tools (bin/llmgw, bin/bench-revproxy).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-n="" c=8 rounds="" stream=on chunks=4 flavor=alpha measure=cpu keep=""
+n="" c=8 rounds="" stream=on chunks=4 flavor=alpha measure=cpu keep="" bursts=1 pause=0
 while [[ $# -gt 0 && $1 == -* ]]; do
 	case $1 in
-	-n) n=$2 ;; -c) c=$2 ;; -r) rounds=$2 ;; -stream) stream=$2 ;; -chunks) chunks=$2 ;; -flavor) flavor=$2 ;; -measure) measure=$2 ;; -keep) keep=$2 ;;
+	-n) n=$2 ;; -c) c=$2 ;; -r) rounds=$2 ;; -stream) stream=$2 ;; -chunks) chunks=$2 ;; -flavor) flavor=$2 ;; -bursts) bursts=$2 ;; -pause) pause=$2 ;; -measure) measure=$2 ;; -keep) keep=$2 ;;
 	*) echo "unknown flag $1" >&2; exit 2 ;;
 	esac
 	shift 2
 done
-[[ $# -gt 0 ]] || { sed -n '2,41p' "$0" >&2; exit 2; }
+[[ $# -gt 0 ]] || { sed -n '2,46p' "$0" >&2; exit 2; }
 [[ -z $keep ]] || mkdir -p "$keep"
 case $measure in
 cpu) n=${n:-20000} rounds=${rounds:-5} warm=1000 unit="µs CPU/request" ;;
@@ -76,6 +81,7 @@ trap cleanup EXIT
 # shellcheck source=hack/bench/rig.sh
 . hack/bench/rig.sh
 case $flavor in alpha | beta) ;; *) echo "-flavor is alpha or beta, not $flavor" >&2; exit 2 ;; esac
+[[ $bursts -ge 1 && ( $bursts -eq 1 || $measure == cpu ) ]] || { echo "-bursts is 1 or more, and more than 1 only with -measure cpu" >&2; exit 2; }
 start_rig "$flavor" "$chunks"
 tck=$(getconf CLK_TCK)
 
@@ -104,10 +110,15 @@ for r in $(seq "$rounds"); do
 		wait_up "http://127.0.0.1:$port$health"
 		"$work/client" "http://127.0.0.1:$port" "$k" "$warm" "$c" "$stream" "$proto"
 		if [[ $measure == cpu ]]; then
-			t0=$(awk '{print $14+$15}' "/proc/$pid/stat")
-			"$work/client" "http://127.0.0.1:$port" "$k" "$n" "$c" "$stream" "$proto"
-			t1=$(awk '{print $14+$15}' "/proc/$pid/stat")
-			per=$(echo "($t1 - $t0) * 1000000 / $tck / $n" | bc -l)
+			read -r t0 f0 < <(awk '{print $14+$15, $10}' "/proc/$pid/stat")
+			for _ in $(seq "$bursts"); do
+				sleep "$pause"
+				"$work/client" "http://127.0.0.1:$port" "$k" $((n / bursts)) "$c" "$stream" "$proto"
+			done
+			read -r t1 f1 < <(awk '{print $14+$15, $10}' "/proc/$pid/stat")
+			sent=$((n / bursts * bursts))
+			per=$(echo "($t1 - $t0) * 1000000 / $tck / $sent" | bc -l)
+			printf '    %-45s %6.2f minor page faults/request\n' "$v" "$(echo "($f1 - $f0) / $sent" | bc -l)" >&2
 		elif [[ $measure == syscalls ]]; then
 			strace -c -f -q -p "$pid" -o "$work/strace" &
 			spid=$!
