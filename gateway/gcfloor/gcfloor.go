@@ -87,7 +87,7 @@ func Start(floor uint64, idleAfter time.Duration, gogcEnv string) *Tuner {
 // gateway` gives the floor's memory back (--gc-idle-release): long enough
 // that traffic in bursts with pauses of a second or two keeps its heap. A
 // release 250 ms into every pause made the next burst fault ≈ 1 page a
-// request back in and cost 10–25 % more CPU a stream request than keeping
+// request back in and cost ≈ 13 % more CPU a stream request than keeping
 // the pages (docs/BENCHMARK.md, seventeenth round).
 const DefaultIdleRelease = 5 * time.Second
 
