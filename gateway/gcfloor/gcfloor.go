@@ -58,10 +58,10 @@ var active atomic.Bool
 
 // Start tunes GOGC for a heap goal of at least floor bytes, and gives the
 // floor's memory back once allocation has been quiet for idleAfter (at
-// least one idle tick). It returns nil
-// (nothing to tune) when floor is 0, when the collector is off or set by
-// the GOGC environment variable (an operator's explicit choice wins), or
-// when a tuner is already running in this process.
+// least one idle tick). It returns nil (nothing to tune) when floor is 0,
+// when the collector is off or set by the GOGC environment variable (an
+// operator's explicit choice wins), or when a tuner is already running in
+// this process.
 func Start(floor uint64, idleAfter time.Duration, gogcEnv string) *Tuner {
 	if floor == 0 || gogcEnv != "" || !active.CompareAndSwap(false, true) {
 		return nil
