@@ -143,6 +143,16 @@ type Ledger struct {
 	closeErr   error
 }
 
+// writerCacheSize bounds the writer connection's page cache (KiB, as
+// SQLite's negative cache_size). SQLite's default, 2,000 KiB, filled up
+// after a few hundred thousand records and stayed: memory outside the Go
+// heap (modernc's allocator), ≈ 3 MB of resident memory once 150,000
+// records were written. Appending a record touches the right edge of the
+// table and of each index, a few dozen pages; pages beyond the cache are
+// read back from the OS page cache. 256 KiB measured the same CPU a
+// request (docs/BENCHMARK.md, eighteenth round).
+const writerCacheSize = "-256"
+
 // Open opens (creating if needed) the ledger at path, migrates its schema,
 // and recovers rows a previous process left in_progress: they become
 // "interrupted" with finished_at set to now. Only one Ledger may have a file
@@ -195,6 +205,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 			// fsyncs set the tail latency. The checkpointer goroutine does
 			// it in the background instead (see checkpoint.go).
 			"wal_autocheckpoint(0)",
+			"cache_size(" + writerCacheSize + ")",
 		},
 		// Every write transaction takes the write lock up front, so it can
 		// never fail halfway with SQLITE_BUSY on lock upgrade.
