@@ -98,13 +98,8 @@ for r in $(seq "$rounds"); do
 			pid=$! k=unused health=/healthz proto=anthropic
 			[[ $flavor == alpha ]] && proto=openai
 		else
-			bin=${v%%:*} flags=""
-			[[ $v == *:* ]] && flags=${v#*:}
-			rm -f "$work"/usage.db*
-			# shellcheck disable=SC2086 # flags are words
-			"${under[@]}" "$bin" gateway --snapshot "$work/snapshot.json" --db "$work/usage.db" --addr "127.0.0.1:$port" \
-				--mgmt-addr "127.0.0.1:$mport" --ip-rpm 0 $flags >"$work/target.log" 2>&1 &
-			pid=$! k=$key health=/health proto=openai
+			start_gateway "$v" "${under[@]}"
+			k=$key health=/health proto=openai
 		fi
 		pids+=("$pid")
 		wait_up "http://127.0.0.1:$port$health"

@@ -33,14 +33,8 @@ start_alpha_rig 4
 anon() { awk '/^RssAnon:/ {printf "%.1f MB", $2 * 1024 / 1e6}' "/proc/$1/status"; }
 
 for v in "$@"; do
-	bin=${v%%:*} flags=""
-	[[ $v == *:* ]] && flags=${v#*:}
 	port=$(free_port) mport=$(free_port)
-	rm -f "$work"/usage.db*
-	# shellcheck disable=SC2086 # flags are words
-	"$bin" gateway --snapshot "$work/snapshot.json" --db "$work/usage.db" --addr "127.0.0.1:$port" \
-		--mgmt-addr "127.0.0.1:$mport" --ip-rpm 0 $flags >"$work/target.log" 2>&1 &
-	pid=$!
+	start_gateway "$v"
 	pids+=("$pid")
 	wait_up "http://127.0.0.1:$port/health"
 	"$work/client" "http://127.0.0.1:$port" "$key" 200 2 off >/dev/null

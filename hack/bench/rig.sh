@@ -28,3 +28,20 @@ JSON
 		--into "$work/snapshot.json" --key-out "$work/key" 2>/dev/null
 	key=$(cat "$work/key")
 }
+
+# start_gateway VARIANT [PREFIX...] starts `llmgw gateway` on $port and
+# $mport (the caller picks them) from the rig's snapshot, on a fresh ledger
+# in $work, with no per-address limit; VARIANT is BINARY[:FLAGS]. PREFIX
+# runs it under another command (valgrind). Sets pid; its output goes to
+# $work/target.log.
+start_gateway() {
+	local v=$1 bin flags=""
+	shift
+	bin=${v%%:*}
+	[[ $v == *:* ]] && flags=${v#*:}
+	rm -f "$work"/usage.db*
+	# shellcheck disable=SC2086 # flags are words
+	"$@" "$bin" gateway --snapshot "$work/snapshot.json" --db "$work/usage.db" --addr "127.0.0.1:$port" \
+		--mgmt-addr "127.0.0.1:$mport" --ip-rpm 0 $flags >"$work/target.log" 2>&1 &
+	pid=$!
+}
