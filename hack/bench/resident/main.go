@@ -9,8 +9,10 @@
 //
 // Modules and packages need the executable's symbol table (built without
 // -s); a stripped one is reported by section only, and pages of a section
-// without symbols (.gopclntab) are charged to the section. Reading another process's pagemap needs the right to
-// ptrace it (root, or the same user with ptrace_scope 0).
+// without symbols (.gopclntab) are charged to the section. .gopclntab is
+// also split by the tables its header names (pclntab.go), stripped or not.
+// Reading another process's pagemap needs the right to ptrace it (root, or
+// the same user with ptrace_scope 0).
 package main
 
 import (
@@ -72,6 +74,9 @@ func run(w io.Writer, pid, top, depth int) error {
 	total := float64(len(pages) * pageSize)
 	fmt.Fprintf(w, "%s (pid %d): %.1f MB of the executable resident (%d pages)\n", exe, pid, total/1e6, len(pages))
 	printTable(w, "section", bySection, total, top)
+	if img.pcln != nil {
+		printTable(w, "table of .gopclntab", chargeRanges(pages, img.pcln), total, top)
+	}
 	if img.stripped {
 		fmt.Fprintln(w, "\n(no symbol table: built with -s; rebuild without it for modules and packages)")
 		return nil
@@ -142,8 +147,9 @@ type section struct {
 
 type image struct {
 	sections []section
-	syms     []symbol // sorted by start, sized, not overlapping in practice
-	stripped bool     // no symbol table: everything is charged by section
+	syms     []symbol  // sorted by start, sized, not overlapping in practice
+	pcln     []section // .gopclntab's tables; nil when its layout is not known
+	stripped bool      // no symbol table: everything is charged by section
 }
 
 func loadImage(path string) (*image, error) {
@@ -158,6 +164,8 @@ func loadImage(path string) (*image, error) {
 			img.sections = append(img.sections, section{s.Name, s.Addr, s.Addr + s.Size})
 		}
 	}
+	// Unknown layouts (another toolchain) only lose this split.
+	img.pcln, _ = pclnTables(f)
 	syms, err := f.Symbols()
 	if errors.Is(err, elf.ErrNoSymbols) {
 		// Stripped (-s, as go test and the image build do): the
@@ -216,6 +224,19 @@ func (img *image) charge(pages []uint64) (bySection, bySym map[string]float64) {
 		}
 	}
 	return bySection, bySym
+}
+
+// chargeRanges sums the bytes of every present page that fall in each range.
+func chargeRanges(pages []uint64, ranges []section) map[string]float64 {
+	out := map[string]float64{}
+	for _, p := range pages {
+		for _, r := range ranges {
+			if o := overlap(p, p+pageSize, r.start, r.end); o > 0 {
+				out[r.name] += float64(o)
+			}
+		}
+	}
+	return out
 }
 
 func (img *image) sectionAt(addr uint64) string {

@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"debug/elf"
+	"encoding/binary"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -109,5 +112,75 @@ func TestOwnProcess(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "\n.text ") {
 		t.Errorf("report has no .text row:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "\nby table of .gopclntab") {
+		t.Errorf("report does not split .gopclntab:\n%s", out.String())
+	}
+}
+
+func TestSplitPcln(t *testing.T) {
+	hdr := func(magic uint32, ptr byte, offs ...uint64) []byte {
+		b := make([]byte, headerLen)
+		binary.LittleEndian.PutUint32(b, magic)
+		b[7] = ptr
+		for i, o := range offs {
+			binary.LittleEndian.PutUint64(b[8+8*(3+i):], o)
+		}
+		return b
+	}
+	got, err := splitPcln(hdr(go120Magic, 8, 72, 100, 200, 300, 1000), 0x10000, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []section{
+		{".gopclntab pcHeader", 0x10000, 0x10000 + 72},
+		{".gopclntab funcnametab", 0x10000 + 72, 0x10000 + 100},
+		{".gopclntab cutab", 0x10000 + 100, 0x10000 + 200},
+		{".gopclntab filetab", 0x10000 + 200, 0x10000 + 300},
+		{".gopclntab pctab", 0x10000 + 300, 0x10000 + 1000},
+		{".gopclntab functab", 0x10000 + 1000, 0x10000 + 5000},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v\nwant %v", got, want)
+	}
+	for name, h := range map[string][]byte{
+		"Go 1.18 magic": hdr(0xfffffff0, 8, 72, 100, 200, 300, 1000),
+		"32-bit":        hdr(go120Magic, 4, 72, 100, 200, 300, 1000),
+		"out of order":  hdr(go120Magic, 8, 72, 300, 200, 300, 1000),
+		"past the end":  hdr(go120Magic, 8, 72, 100, 200, 300, 6000),
+	} {
+		if _, err := splitPcln(h, 0x10000, 5000); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// TestPclnTablesOfThisBinary splits the test binary's own table: the split
+// covers the section, and the function names table holds this test's name.
+func TestPclnTablesOfThisBinary(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Skip("not an ELF binary:", err)
+	}
+	defer f.Close()
+	tabs, err := pclnTables(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := f.Section(".gopclntab")
+	if tabs[0].start != s.Addr || tabs[len(tabs)-1].end != s.Addr+s.Size {
+		t.Errorf("tables %v do not cover .gopclntab %#x-%#x", tabs, s.Addr, s.Addr+s.Size)
+	}
+	data, err := s.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := data[tabs[1].start-s.Addr : tabs[1].end-s.Addr]
+	if !bytes.Contains(names, []byte(".TestPclnTablesOfThisBinary\x00")) {
+		t.Error("funcnametab does not hold this test's name")
 	}
 }
