@@ -191,13 +191,7 @@ func (img *image) charge(pages []uint64) (bySection, bySym map[string]float64) {
 	bySection, bySym = map[string]float64{}, map[string]float64{}
 	for _, p := range pages {
 		lo, hi := p, p+pageSize
-		covered := uint64(0)
-		for _, s := range img.sections {
-			if o := overlap(lo, hi, s.start, s.end); o > 0 {
-				bySection[s.name] += float64(o)
-				covered += o
-			}
-		}
+		covered := chargePage(bySection, p, img.sections)
 		if covered < pageSize {
 			bySection["(between sections)"] += float64(pageSize - covered)
 		}
@@ -230,13 +224,21 @@ func (img *image) charge(pages []uint64) (bySection, bySym map[string]float64) {
 func chargeRanges(pages []uint64, ranges []section) map[string]float64 {
 	out := map[string]float64{}
 	for _, p := range pages {
-		for _, r := range ranges {
-			if o := overlap(p, p+pageSize, r.start, r.end); o > 0 {
-				out[r.name] += float64(o)
-			}
-		}
+		chargePage(out, p, ranges)
 	}
 	return out
+}
+
+// chargePage adds to out the bytes of the page at p that fall in each range
+// and returns how many of its bytes the ranges covered.
+func chargePage(out map[string]float64, p uint64, ranges []section) (covered uint64) {
+	for _, r := range ranges {
+		if o := overlap(p, p+pageSize, r.start, r.end); o > 0 {
+			out[r.name] += float64(o)
+			covered += o
+		}
+	}
+	return covered
 }
 
 func (img *image) sectionAt(addr uint64) string {
