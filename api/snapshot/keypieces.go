@@ -1,9 +1,6 @@
 package snapshot
 
-import (
-	"bytes"
-	"reflect"
-)
+import "bytes"
 
 // The version is the hash of the whole canonical encoding (Encode), and at
 // 50,000 keys encoding them is most of that. A key's piece of the encoding
@@ -22,16 +19,11 @@ const keyDepth = 2
 var keysAt = []byte("\n  \"keys\": []")
 
 // CanonicalKey is k's piece of the canonical encoding, exactly as Encode
-// writes it inside the keys array; nil if the one-pass encoder does not
-// cover Key (the tree then does the work: the seal falls back to
-// computeVersion).
+// writes it inside the keys array; nil if k cannot be encoded (the seal then
+// falls back to computeVersion, which reports the error).
 func CanonicalKey(k *Key) []byte {
-	p := planFor(reflect.TypeFor[Key]())
-	if p == nil {
-		return nil
-	}
-	b, ok := p(nil, reflect.ValueOf(k).Elem(), keyDepth)
-	if !ok {
+	b, err := appendJSON(nil, k, keyDepth)
+	if err != nil {
 		return nil
 	}
 	return b
@@ -39,19 +31,14 @@ func CanonicalKey(k *Key) []byte {
 
 // blankAroundKeys is the canonical encoding of s without keys (and without
 // a version) and where the keys go in it: at is its keys array's closing
-// bracket. ok=false means the one-pass encoder does not cover something.
+// bracket. ok=false means s cannot be encoded.
 func blankAroundKeys(s *Snapshot) (blank []byte, at int, ok bool) {
 	c := *s
 	c.Version, c.Keys = "", []Key{}
-	p := planFor(reflect.TypeOf(&c))
-	if p == nil {
+	blank, err := canonical(&c)
+	if err != nil {
 		return nil, 0, false
 	}
-	blank, ok = p(nil, reflect.ValueOf(&c), 0)
-	if !ok {
-		return nil, 0, false
-	}
-	blank = append(blank, '\n')
 	i := bytes.Index(blank, keysAt)
 	if i < 0 {
 		return nil, 0, false

@@ -44,9 +44,9 @@ type KeyPatcher struct {
 }
 
 // SealCheckedKeysPatchable is SealCheckedKeysWith, also returning a
-// KeyPatcher for s as sealed: nil when the one-pass encoder does not cover s
-// or the hash cannot be resumed (the version is then computed as Encode
-// computes it).
+// KeyPatcher for s as sealed: nil when s cannot be encoded or the hash
+// cannot be resumed (the version is then computed as Encode computes it,
+// which reports an encoding error).
 func SealCheckedKeysPatchable(s *Snapshot, piece func(*Key) []byte) (*KeyPatcher, error) {
 	s.normalizeCheckedKeys()
 	if err := s.validate(true); err != nil {
@@ -87,7 +87,7 @@ func newKeyPatcher(s *Snapshot, piece func(*Key) []byte) *KeyPatcher {
 }
 
 // pieceOf is k's piece from piece when it has one, encoded otherwise; nil
-// if the one-pass encoder does not cover Key.
+// if k cannot be encoded.
 func pieceOf(k *Key, piece func(*Key) []byte) []byte {
 	if piece != nil {
 		if b := piece(k); b != nil {
@@ -249,7 +249,7 @@ func (p *KeyPatcher) patch(s *Snapshot, gone []int, put []Key, piece func(*Key) 
 		default:
 			g := gone[i]
 			if pieces[g] = pieceOf(&put[q], piece); pieces[g] == nil {
-				return 0, errors.New("patching keys: a key cannot be encoded in one pass")
+				return 0, errors.New("patching keys: a key cannot be encoded")
 			}
 			keys[g] = put[q]
 			from = min(from, g)
@@ -264,7 +264,7 @@ func (p *KeyPatcher) patch(s *Snapshot, gone []int, put []Key, piece func(*Key) 
 		inPieces := make([][]byte, len(in))
 		for q := range in {
 			if inPieces[q] = pieceOf(&in[q], piece); inPieces[q] == nil {
-				return 0, errors.New("patching keys: a key cannot be encoded in one pass")
+				return 0, errors.New("patching keys: a key cannot be encoded")
 			}
 		}
 		var first int

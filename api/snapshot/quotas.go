@@ -46,7 +46,7 @@ type Budget struct {
 // deleted, or not accepted by the controller, never lifts its limits.
 type Group struct {
 	Name            string  `json:"name"`
-	TokensPerMinute int64   `json:"tokensPerMinute,omitempty"`
+	TokensPerMinute int64   `json:"tokensPerMinute,omitzero"`
 	Budget          *Budget `json:"budget,omitempty"`
 }
 

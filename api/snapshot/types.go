@@ -107,7 +107,7 @@ type Key struct {
 	// TokensPerMinute, Budget and Group are the key's quotas (quotas.go);
 	// zero values mean none and are omitted, so keys without quotas keep
 	// their bytes.
-	TokensPerMinute int64   `json:"tokensPerMinute,omitempty"`
+	TokensPerMinute int64   `json:"tokensPerMinute,omitzero"`
 	Budget          *Budget `json:"budget,omitempty"`
 	Group           string  `json:"group,omitempty"`
 }
