@@ -24,7 +24,7 @@ func registerLedgerHealth(reg prometheus.Registerer, g *Gateway) {
 		// How the single writer keeps up: operations per transaction is
 		// ops/transactions over any window, and the queue is what waits.
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "llmgw_usage_ledger_operations_total",
-			Help: "Operations the usage ledger's writer applied (a request's begin and finish are one each; a held begin merged into its finish counts with it)."},
+			Help: "Operations the usage ledger's writer applied (a request's begin and finish are one each)."},
 			func() float64 { return float64(g.Ledger.Stats().Ops) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "llmgw_usage_ledger_transactions_total",
 			Help: "Transactions the usage ledger's writer ran, failed ones included; operations_total / transactions_total is the mean batch."},
@@ -43,10 +43,10 @@ func registerLedgerHealth(reg prometheus.Registerer, g *Gateway) {
 	)
 }
 
-// newJournalLagHistogram measures the window the finish journal opens: how
-// long a final record was a journal line only, from its Finish until the
-// commit of its row (usage.Options.JournalLag). An OS crash inside it loses
-// the record even where a committed row would have survived a checkpoint.
+// newJournalLagHistogram measures how long a final record was a journal
+// line only, from its Finish until the commit of its row
+// (usage.Options.JournalLag). An OS crash inside it loses the record even
+// where a committed row would have survived a checkpoint.
 func newJournalLagHistogram() prometheus.Histogram {
 	return prometheus.NewHistogram(prometheus.HistogramOpts{Name: "llmgw_usage_journal_commit_lag_seconds",
 		Help:    "Time from a request's final usage record being journaled (before its last byte) to the commit of its row.",

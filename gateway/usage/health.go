@@ -53,11 +53,15 @@ func (e *notWritableError) Unwrap() []error { return []error{ErrNotWritable, e.f
 
 // noteCommit records the outcome of one transaction; it reports whether the
 // ledger was already failing before, so the caller can keep repeated failure
-// logs quiet.
+// logs quiet. A commit does not clear a failure while the journal cannot
+// append (noteJournal).
 func (l *Ledger) noteCommit(err error) (wasFailing bool) {
 	if err == nil {
 		if l.failing.Load() == nil {
 			return false // the common case: no store to the word every request loads
+		}
+		if l.journal != nil && l.journal.failed() != nil {
+			return true
 		}
 		if prev := l.failing.Swap(nil); prev != nil {
 			l.log.Info("usage ledger: commits succeed again", "was_failing_for", time.Since(prev.since).Round(time.Millisecond).String())
@@ -70,6 +74,15 @@ func (l *Ledger) noteCommit(err error) (wasFailing bool) {
 		return false
 	}
 	return true
+}
+
+// noteJournal marks the ledger not writable after a journal append failed:
+// no record can be made durable until the journal is rewritten (the
+// prober tries) and a commit succeeds.
+func (l *Ledger) noteJournal(err error) {
+	if l.failing.CompareAndSwap(nil, &writeFailure{err: err, since: time.Now()}) {
+		l.log.Error("usage ledger: a journal write failed; the ledger counts as not writable until a write succeeds", "err", err)
+	}
 }
 
 func (l *Ledger) startProber() {
@@ -89,8 +102,12 @@ func (l *Ledger) probeLoop() {
 			if l.failing.Load() == nil {
 				continue
 			}
-			// The ping commits through the writer like any record, so its
-			// success is what clears the failure (noteCommit).
+			// The journal is rewritten if a write failed; then the ping
+			// commits through the writer like any record, so its success is
+			// what clears the failure (noteCommit).
+			if err := l.journal.repair(); err != nil {
+				continue
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), max(l.opts.ProbeInterval, 5*time.Second))
 			_ = l.Ping(ctx)
 			cancel()

@@ -74,7 +74,7 @@ func TestWritableTracksCommitsOnAFullDisk(t *testing.T) {
 	}
 	// A Begin alone that fails loses no final record: its Finish may still
 	// insert one.
-	_ = l.Begin(Record{RequestID: NewRequestID()}).Wait(ctx)
+	_ = l.Begin(Record{RequestID: NewRequestID()})
 	if got := l.Stats().Unrecorded; got != uint64(failed) {
 		t.Fatalf("Unrecorded = %d after a failed Begin, want %d", got, failed)
 	}

@@ -40,10 +40,10 @@ func openTest(t testing.TB, opts Options) *Ledger {
 	return openAt(t, dbPath(t), opts)
 }
 
-// beginWait begins r and fails the test unless the insert commits.
+// beginWait begins r and fails the test unless the Begin is durable.
 func beginWait(t testing.TB, l *Ledger, r Record) {
 	t.Helper()
-	if err := l.Begin(r).Wait(ctxT(t)); err != nil {
+	if err := l.Begin(r); err != nil {
 		t.Fatalf("Begin(%s): %v", r.RequestID, err)
 	}
 }
@@ -75,20 +75,5 @@ func wantSuccessCreatedAt(t testing.TB, l *Ledger, id string, created time.Time)
 	}
 	if got.Status != StatusSuccess || !got.CreatedAt.Equal(created) {
 		t.Fatalf("record = status %q created %v; want success created at the Begin's %v", got.Status, got.CreatedAt, created)
-	}
-}
-
-// persistWait persists p and fails the test unless its request then has an
-// in_progress row.
-func persistWait(t *testing.T, l *Ledger, p *Pending, id string) {
-	t.Helper()
-	if err := l.Persist(ctxT(t), p); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Wait(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
-	if s := statusOf(t, l, id); s != StatusInProgress {
-		t.Fatalf("status after Persist = %q, want in_progress", s)
 	}
 }

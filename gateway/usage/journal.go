@@ -2,150 +2,87 @@ package usage
 
 import (
 	"bufio"
-	"context"
-	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"strconv"
 	"sync"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/llmgw/llmgw/api/money"
 )
 
-// The begin journal makes a held Begin durable without a transaction.
+// The journal is how a record becomes durable. Begin and Finish each
+// append the record, as one JSON line, to a file beside the database
+// (path + "-begins") and return: one write(2) into the page cache, which
+// survives kill -9 as a WAL commit with synchronous=NORMAL does (and, like
+// it, not an OS crash). The writer then commits the rows in batches
+// (writer.go), and every read first waits for the rows of the records
+// journaled before it (Ledger.sync). Open replays what the journal holds and
+// the database does not, then closes the rows still in_progress as
+// interrupted: one recovery path for every way a process can end.
 //
-// With Options.BeginHold alone, a Begin lives in the writer's memory until
-// its Finish or the end of its hold, so a crash loses it, and a stream must
-// have its in_progress row committed (Persist) before its first byte: a
-// second transaction for nearly every stream. With Options.BeginJournal,
-// Begin also appends the row, as one JSON line, to a file beside the
-// database: one write(2) into the page cache, which survives kill -9 as the
-// WAL does with synchronous=NORMAL (and, like it, not an OS crash). The
-// Begin is durable as soon as the line is written, so Committed closes at
-// once and Persist has nothing left to do. Open inserts every journaled
-// Begin that has no row yet, and recovery closes it as interrupted like any
-// in_progress row: a crash loses no record, however young.
-//
-// A line is needed until the writer commits a row for its request (the
-// in_progress row at the end of a hold, or the final row). The journal
-// keeps those lines in memory and, once the file outgrows
+// A line is needed until a row is committed for its request (the
+// in_progress row for a Begin's line, the final row for a Finish's). The
+// journal keeps those lines in memory and, once the file outgrows
 // Options.JournalSize, rewrites it with only them (a new file renamed over
 // the old one), so it stays small however many requests pass.
 
 // journalLine is a Begin or a Finish as the journal stores it: what the
-// in_progress insert writes, and with Status set the final record
-// (Options.FinishJournal).
+// in_progress insert writes, and with Status set the final record.
 type journalLine struct {
 	RequestID       string `json:"id"`
-	ClientRequestID string `json:"cid,omitempty"`
-	KeyID           string `json:"key,omitempty"`
-	KeyFingerprint  string `json:"fp,omitempty"`
-	Alias           string `json:"alias,omitempty"`
-	Provider        string `json:"prov,omitempty"`
-	ProviderModel   string `json:"pm,omitempty"`
-	Stream          bool   `json:"stream,omitempty"`
-	Attempts        string `json:"att,omitempty"`
+	ClientRequestID string `json:"cid,omitzero"`
+	KeyID           string `json:"key,omitzero"`
+	KeyFingerprint  string `json:"fp,omitzero"`
+	Alias           string `json:"alias,omitzero"`
+	Provider        string `json:"prov,omitzero"`
+	ProviderModel   string `json:"pm,omitzero"`
+	Stream          bool   `json:"stream,omitzero"`
+	Attempts        string `json:"att,omitzero"`
 	CreatedAtUs     int64  `json:"created_us"`
 
 	// A final record's (empty on a Begin's line).
-	Status            string `json:"st,omitempty"`
-	HTTPStatus        int    `json:"hs,omitempty"`
-	ErrorType         string `json:"et,omitempty"`
-	Fallbacks         int    `json:"fb,omitempty"`
-	InputTokens       int    `json:"in,omitempty"`
-	OutputTokens      int    `json:"out,omitempty"`
-	CachedInputTokens int    `json:"cin,omitempty"`
-	ReasoningTokens   int    `json:"rt,omitempty"`
-	CostPicos         int64  `json:"cost,omitempty"`
-	Currency          string `json:"cur,omitempty"`
-	LatencyMs         int64  `json:"lat,omitempty"`
-	FinishedAtUs      int64  `json:"fin_us,omitempty"`
+	Status            string `json:"st,omitzero"`
+	HTTPStatus        int    `json:"hs,omitzero"`
+	ErrorType         string `json:"et,omitzero"`
+	Fallbacks         int    `json:"fb,omitzero"`
+	InputTokens       int    `json:"in,omitzero"`
+	OutputTokens      int    `json:"out,omitzero"`
+	CachedInputTokens int    `json:"cin,omitzero"`
+	ReasoningTokens   int    `json:"rt,omitzero"`
+	CostPicos         int64  `json:"cost,omitzero"`
+	Currency          string `json:"cur,omitzero"`
+	LatencyMs         int64  `json:"lat,omitzero"`
+	FinishedAtUs      int64  `json:"fin_us,omitzero"`
 }
 
-// appendLine appends o's journal line, the JSON of its journalLine, with
-// its newline. Appends rather than json.Marshal, because every request
-// pays for two lines: a final record's line takes ≈ 0.8 µs and no
-// allocation against ≈ 2.2 µs and two with json.Marshal
-// (BenchmarkJournalLine); TestAppendLineDecodesAsTheRecord keeps the two
-// equal.
-func appendLine(b []byte, o *op) []byte {
+// lineOf is o's journal line, with its newline.
+func lineOf(o *op) ([]byte, error) {
 	r := &o.rec
-	b = appendStr(append(b, `{"id":`...), r.RequestID)
-	b = appendOptStr(b, `,"cid":`, r.ClientRequestID)
-	b = appendOptStr(b, `,"key":`, r.KeyID)
-	b = appendOptStr(b, `,"fp":`, r.KeyFingerprint)
-	b = appendOptStr(b, `,"alias":`, r.Alias)
-	b = appendOptStr(b, `,"prov":`, r.Provider)
-	b = appendOptStr(b, `,"pm":`, r.ProviderModel)
-	if r.Stream {
-		b = append(b, `,"stream":true`...)
+	jl := journalLine{RequestID: r.RequestID, ClientRequestID: r.ClientRequestID, KeyID: r.KeyID,
+		KeyFingerprint: r.KeyFingerprint, Alias: r.Alias, Provider: r.Provider, ProviderModel: r.ProviderModel,
+		Stream: r.Stream, CreatedAtUs: toMicros(r.CreatedAt)}
+	if o.attempts != "[]" { // what nearly every Begin has; opOf puts it back
+		jl.Attempts = o.attempts
 	}
-	if o.attempts != "[]" { // what nearly every record has; replay puts it back
-		b = appendOptStr(b, `,"att":`, o.attempts)
-	}
-	b = strconv.AppendInt(append(b, `,"created_us":`...), toMicros(r.CreatedAt), 10)
 	if o.kind == opFinish {
-		b = appendOptStr(b, `,"st":`, r.Status)
-		b = appendOptInt(b, `,"hs":`, int64(r.HTTPStatus))
-		b = appendOptStr(b, `,"et":`, r.ErrorType)
-		b = appendOptInt(b, `,"fb":`, int64(r.Fallbacks))
-		b = appendOptInt(b, `,"in":`, int64(r.InputTokens))
-		b = appendOptInt(b, `,"out":`, int64(r.OutputTokens))
-		b = appendOptInt(b, `,"cin":`, int64(r.CachedInputTokens))
-		b = appendOptInt(b, `,"rt":`, int64(r.ReasoningTokens))
-		b = appendOptInt(b, `,"cost":`, int64(r.Cost))
-		b = appendOptStr(b, `,"cur":`, r.Currency)
-		b = appendOptInt(b, `,"lat":`, r.LatencyMs)
-		b = appendOptInt(b, `,"fin_us":`, toMicros(r.FinishedAt))
+		jl.Status, jl.HTTPStatus, jl.ErrorType, jl.Fallbacks = r.Status, r.HTTPStatus, r.ErrorType, r.Fallbacks
+		jl.InputTokens, jl.OutputTokens, jl.CachedInputTokens, jl.ReasoningTokens = r.InputTokens, r.OutputTokens, r.CachedInputTokens, r.ReasoningTokens
+		jl.CostPicos, jl.Currency, jl.LatencyMs, jl.FinishedAtUs = int64(r.Cost), r.Currency, r.LatencyMs, toMicros(r.FinishedAt)
 	}
-	return append(b, "}\n"...)
-}
-
-// lineSize is about what appendLine writes for o (more only when a string
-// needs escapes): the line is kept while its request is open, and a buffer
-// grown by append would copy it and leave twice its size behind.
-func lineSize(o *op) int {
-	r := &o.rec
-	// The member names and a time; the attempts are JSON in a string, a
-	// backslash before each of their quotes.
-	n := 128 + len(r.RequestID) + len(r.ClientRequestID) + len(r.KeyID) + len(r.KeyFingerprint) +
-		len(r.Alias) + len(r.Provider) + len(r.ProviderModel) + len(o.attempts) + len(o.attempts)/2
-	if o.kind == opFinish {
-		n += 192 + len(r.Status) + len(r.ErrorType) + len(r.Currency)
+	b, err := json.Marshal(&jl, jsontext.AllowInvalidUTF8(true))
+	if err != nil {
+		return nil, fmt.Errorf("usage: journal line of %s: %w", r.RequestID, err)
 	}
-	return n
+	return append(b, '\n'), nil
 }
 
-// appendStr quotes s as JSON; invalid UTF-8 becomes U+FFFD, as with
-// json.Marshal.
-func appendStr(b []byte, s string) []byte {
-	b, _ = jsontext.AppendQuote(b, s)
-	return b
-}
-
-func appendOptStr(b []byte, key, s string) []byte {
-	if s == "" {
-		return b
-	}
-	return appendStr(append(b, key...), s)
-}
-
-func appendOptInt(b []byte, key string, n int64) []byte {
-	if n == 0 {
-		return b
-	}
-	return strconv.AppendInt(append(b, key...), n, 10)
-}
-
-// op is the ledger operation a line stands for.
-func (jl *journalLine) op() *op {
-	o := &op{Pending: &Pending{}, kind: opBegin, journaled: true, attempts: jl.Attempts, rec: Record{RequestID: jl.RequestID,
+// opOf is the ledger operation a line stands for.
+func opOf(jl *journalLine) *op {
+	o := &op{kind: opBegin, attempts: jl.Attempts, rec: Record{RequestID: jl.RequestID,
 		ClientRequestID: jl.ClientRequestID, KeyID: jl.KeyID, KeyFingerprint: jl.KeyFingerprint, Alias: jl.Alias,
 		Provider: jl.Provider, ProviderModel: jl.ProviderModel, Status: StatusInProgress, Stream: jl.Stream,
 		CreatedAt: fromMicros(jl.CreatedAtUs)}}
@@ -162,10 +99,9 @@ func (jl *journalLine) op() *op {
 	return o
 }
 
-type beginJournal struct {
+type journal struct {
 	path  string
 	limit int64
-	log   *slog.Logger
 
 	rot       sync.RWMutex // appends share it; a rewrite holds it alone
 	mu        sync.Mutex   // the fields below
@@ -173,7 +109,12 @@ type beginJournal struct {
 	size      int64                   // of the file
 	open      map[string]journalEntry // request id → its newest line, until its row is committed
 	openBytes int64                   // the lines in open
-	err       error                   // sticky: after a failed write the journal is off
+	// broken is the error of a failed write: the file may end in part of a
+	// line, so nothing is appended to it again; the next append (or
+	// repair) rewrites the file first.
+	broken error
+	// closing are the closes of replaced files, in the background.
+	closing sync.WaitGroup
 }
 
 // journalEntry is the line a request still needs: its Begin's, until a row
@@ -187,74 +128,79 @@ type journalEntry struct {
 func journalPath(db string) string { return db + "-begins" }
 
 // openJournal starts an empty journal file at path (Open has already
-// recovered what the last one held).
-func openJournal(path string, limit int64, log *slog.Logger) (*beginJournal, error) {
+// replayed what the last one held).
+func openJournal(path string, limit int64) (*journal, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("usage: begin journal: %w", err)
+		return nil, fmt.Errorf("usage: journal: %w", err)
 	}
-	return &beginJournal{path: path, limit: limit, log: log, f: f, open: map[string]journalEntry{}}, nil
+	return &journal{path: path, limit: limit, f: f, open: map[string]journalEntry{}}, nil
 }
 
-// add writes o's line (a Begin's, or a Finish's final record); false when
-// the journal cannot take it (o is then left to the writer, as without a
-// journal). A Finish whose final line is already written is refused with
-// ErrAlreadyFinished.
-func (j *beginJournal) add(o *op) (bool, error) {
-	line := appendLine(make([]byte, 0, lineSize(o)), o)
-	final := o.kind == opFinish
+// add makes o durable by appending its line. A Begin for a request with a
+// line still open is refused with ErrDuplicate, a second final record with
+// ErrAlreadyFinished; a failed write leaves nothing behind but an error.
+func (j *journal) add(o *op) error {
+	line, err := lineOf(o)
+	if err != nil {
+		return err
+	}
+	if err := j.repair(); err != nil {
+		return err
+	}
 	// Appends write outside mu, so that requests on many cores do not queue
 	// behind each other's write(2) (O_APPEND keeps each line whole); a
 	// rewrite takes rot exclusively, so no append is in flight during it.
-	j.rot.RLock()
 	id := o.rec.RequestID
-	rewrite, prev, ok, err := j.reserve(id, journalEntry{line: line, final: final})
-	if !ok {
+	j.rot.RLock()
+	prev, rewrite, err := j.reserve(id, journalEntry{line: line, final: o.kind == opFinish})
+	if err != nil {
 		j.rot.RUnlock()
-		return false, err
+		return err
 	}
 	_, err = j.f.Write(line)
 	j.rot.RUnlock()
 	if err != nil {
 		j.mu.Lock()
-		j.fail(err)
+		if j.broken == nil {
+			j.broken = err
+		}
 		j.forget(id, true)
-		if prev.line != nil { // the Begin's line is still in the file
+		if prev.line != nil { // the Begin's line is still needed
 			j.open[id] = prev
 			j.openBytes += int64(len(prev.line))
 		}
 		j.mu.Unlock()
-		return false, nil
+		return fmt.Errorf("usage: journal: %w", err)
 	}
-	o.journaled = true
 	if rewrite {
 		j.rot.Lock()
 		j.mu.Lock()
 		// Another request may have rewritten it meanwhile.
-		if j.err == nil && j.overgrown() {
-			j.fail(j.rotate())
+		if j.broken == nil && j.overgrown() {
+			j.broken = j.rotate()
 		}
 		j.mu.Unlock()
 		j.rot.Unlock()
 	}
-	return true, nil
+	return nil
 }
 
 // reserve records e as id's open line and counts it in the file; rewrite
-// says the file is overgrown, prev is the Begin's line a final one replaces.
-// Called with rot held.
-func (j *beginJournal) reserve(id string, e journalEntry) (rewrite bool, prev journalEntry, ok bool, err error) {
+// says the file is overgrown, prev is the Begin's line a final one
+// replaces. Called with rot held.
+func (j *journal) reserve(id string, e journalEntry) (prev journalEntry, rewrite bool, err error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.err != nil {
-		return false, prev, false, nil
+	if j.broken != nil {
+		return prev, false, fmt.Errorf("usage: journal: %w", j.broken)
 	}
 	if cur, had := j.open[id]; had {
 		switch {
 		case !e.final:
-			return false, prev, false, nil // a second Begin: the writer reports the duplicate
+			return prev, false, fmt.Errorf("%w: %s", ErrDuplicate, id)
 		case cur.final:
-			return false, prev, false, fmt.Errorf("%w: %s", ErrAlreadyFinished, id)
+			return prev, false, fmt.Errorf("%w: %s", ErrAlreadyFinished, id)
 		}
 		prev = cur
 		j.openBytes -= int64(len(cur.line))
@@ -262,31 +208,47 @@ func (j *beginJournal) reserve(id string, e journalEntry) (rewrite bool, prev jo
 	j.open[id] = e
 	j.openBytes += int64(len(e.line))
 	j.size += int64(len(e.line))
-	return j.overgrown(), prev, true, nil
+	return prev, j.overgrown(), nil
 }
 
 // overgrown: the file is past its limit and mostly lines no longer needed
 // (rewriting costs the open lines, so a journal of many long streams is
-// not rewritten at every Begin). Called with mu held.
-func (j *beginJournal) overgrown() bool {
+// not rewritten at every append). Called with mu held.
+func (j *journal) overgrown() bool {
 	return j.size > j.limit && j.size > 2*j.openBytes
 }
 
-// fail turns the journal off after err (nil: nothing happened), once and
-// loudly: from then on held Begins are written as rows before a first byte,
-// as without a journal, and a crash loses the held ones again. Called with
-// mu held.
-func (j *beginJournal) fail(err error) {
-	if err == nil || j.err != nil {
-		return
+// failed is the error of the last failed write while the journal cannot
+// append, nil otherwise.
+func (j *journal) failed() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.broken
+}
+
+// repair rewrites the file after a failed write, so that appends start on
+// a whole line again; it does nothing while the journal is sound, and
+// returns the error while the file cannot be rewritten (a full disk).
+func (j *journal) repair() error {
+	if j.failed() == nil {
+		return nil
 	}
-	j.err = err
-	j.log.Error("usage ledger: begin journal off after a write error; held Begins are committed as rows instead",
-		"path", j.path, "err", err)
+	j.rot.Lock()
+	defer j.rot.Unlock()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.broken == nil {
+		return nil
+	}
+	if err := j.rotate(); err != nil {
+		return fmt.Errorf("usage: journal: %w", err)
+	}
+	j.broken = nil
+	return nil
 }
 
 // forget drops id's line, a Begin's only unless final; called with mu held.
-func (j *beginJournal) forget(id string, final bool) {
+func (j *journal) forget(id string, final bool) {
 	if e, ok := j.open[id]; ok && (final || !e.final) {
 		delete(j.open, id)
 		j.openBytes -= int64(len(e.line))
@@ -294,7 +256,7 @@ func (j *beginJournal) forget(id string, final bool) {
 }
 
 // drop forgets a final record the writer gave up on (counted lost).
-func (j *beginJournal) drop(id string) {
+func (j *journal) drop(id string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.forget(id, true)
@@ -303,14 +265,14 @@ func (j *beginJournal) drop(id string) {
 // written forgets the lines of the requests a committed transaction wrote
 // a row for: a final row ends every line of its request, an in_progress
 // row only the Begin's.
-func (j *beginJournal) written(batch []*op) {
+func (j *journal) written(batch []*op) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, o := range batch {
-		switch {
-		case o.kind == opFinish:
+		switch o.kind {
+		case opFinish:
 			j.forget(o.rec.RequestID, true)
-		case o.kind == opBegin && o.journaled:
+		case opBegin:
 			j.forget(o.rec.RequestID, false)
 		}
 	}
@@ -319,11 +281,11 @@ func (j *beginJournal) written(batch []*op) {
 // rotate replaces the file with one holding only the open lines. Renaming
 // over the old file is atomic: a crash leaves one or the other, and both
 // hold every line still needed. Called with rot and mu held.
-func (j *beginJournal) rotate() error {
+func (j *journal) rotate() error {
 	tmp := j.path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("usage: begin journal: rotate: %w", err)
+		return fmt.Errorf("rewrite: %w", err)
 	}
 	w := bufio.NewWriter(f)
 	var size int64
@@ -333,107 +295,64 @@ func (j *beginJournal) rotate() error {
 	}
 	if err = errors.Join(w.Flush(), os.Rename(tmp, j.path)); err != nil {
 		_ = f.Close()
-		return fmt.Errorf("usage: begin journal: rotate: %w", err)
+		_ = os.Remove(tmp)
+		return fmt.Errorf("rewrite: %w", err)
 	}
 	old := j.f
 	j.f, j.size = f, size
 	// Closing the replaced file frees its blocks (its name is gone), which
 	// on a filesystem mounted with discard can take milliseconds; every
-	// request's append waits while rot is held, so it happens outside. Its
-	// error says nothing: every line was written with its own write(2).
-	go func() { _ = old.Close() }()
+	// append waits while rot is held, so it happens outside. Its error says
+	// nothing: every line was written with its own write(2).
+	j.closing.Go(func() { _ = old.Close() })
 	return nil
 }
 
-// close empties the journal: called after the writer committed every
-// queued and held op, so no line is still needed.
-func (j *beginJournal) close() error {
+// close empties the journal when no line is needed any more (the writer
+// has committed every row); otherwise it keeps the file for the next Open.
+func (j *journal) close() error {
 	j.rot.Lock()
 	defer j.rot.Unlock()
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.closing.Wait()
 	if len(j.open) > 0 {
-		return errors.Join(j.f.Close(), fmt.Errorf("usage: begin journal: %d begins without a row at close", len(j.open)))
+		return errors.Join(j.f.Close(), fmt.Errorf("usage: journal: %d records without their row at close, kept for the next start", len(j.open)))
 	}
 	return errors.Join(j.f.Truncate(0), j.f.Close())
 }
 
-// replayed is what replayJournal did.
-type replayed struct {
-	begins int // in_progress rows inserted: recovery closes them as interrupted
-	finals int // final records written
-	bad    int // lines cut short or garbled, skipped
-}
-
-// replayJournal writes what the journal at path holds and the database does
-// not: a Begin without a row becomes an in_progress row (recovery then
-// closes it like any other), a final record becomes the request's final row
-// unless it has one. Lines are independent of their order (a rewrite keeps
-// them in any order), and replaying twice writes nothing twice. A line cut
-// short or garbled (a write that failed halfway) is skipped and counted. A
+// readJournal reads the journal at path as the operations its lines stand
+// for. Lines are independent of their order (a rewrite keeps them in any
+// order), and applying them twice writes nothing twice. A line cut short or
+// garbled (a write that failed halfway) is skipped and counted in bad. A
 // missing file is an empty journal.
-func replayJournal(ctx context.Context, db *sql.DB, path string) (res replayed, err error) {
+func readJournal(path string) (ops []*op, bad int, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return res, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return res, fmt.Errorf("usage: begin journal: %w", err)
+		return nil, 0, fmt.Errorf("usage: journal: %w", err)
 	}
 	defer f.Close()
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return res, fmt.Errorf("usage: begin journal: replay: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
-	var st writerStmts
-	defer st.close()
-	if err = st.prepare(ctx, txPreparer{tx}); err != nil {
-		return res, fmt.Errorf("usage: begin journal: replay: %w", err)
-	}
 	rd := bufio.NewReader(f)
 	for {
 		line, rerr := rd.ReadBytes('\n')
 		if len(line) > 0 {
 			var jl journalLine
-			if line[len(line)-1] != '\n' || json.Unmarshal(line, &jl) != nil || jl.RequestID == "" ||
-				(jl.Status != "" && !isFinalStatus(jl.Status)) {
-				res.bad++
-			} else if err = res.apply(ctx, st, jl.op()); err != nil {
-				return res, fmt.Errorf("usage: begin journal: replay: %w", err)
+			if line[len(line)-1] != '\n' || json.Unmarshal(line, &jl, jsontext.AllowInvalidUTF8(true)) != nil ||
+				jl.RequestID == "" || (jl.Status != "" && !isFinalStatus(jl.Status)) {
+				bad++
+			} else {
+				ops = append(ops, opOf(&jl))
 			}
 		}
 		if rerr == io.EOF {
-			break
+			return ops, bad, nil
 		}
 		if rerr != nil {
-			return res, fmt.Errorf("usage: begin journal: %w", rerr)
+			return nil, 0, fmt.Errorf("usage: journal: %w", rerr)
 		}
 	}
-	if err = tx.Commit(); err != nil {
-		return res, fmt.Errorf("usage: begin journal: replay: %w", err)
-	}
-	return res, nil
-}
-
-func (res *replayed) apply(ctx context.Context, st writerStmts, o *op) error {
-	if o.kind == opFinish {
-		if err := st.apply(ctx, o); err != nil {
-			return err
-		}
-		if o.err == nil {
-			res.finals++
-		}
-		return nil
-	}
-	n, err := st.insert.exec(ctx, st.insertArgs(o, 0))
-	if err != nil {
-		return fmt.Errorf("%s: %w", o.rec.RequestID, err)
-	}
-	res.begins += int(n)
-	return nil
 }

@@ -69,7 +69,7 @@ func insertFinalRow(ctx context.Context, t *testing.T, db interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, key string) string {
 	t.Helper()
-	o := &op{Pending: &Pending{}, rec: finalRecord(NewRequestID(), key)}
+	o := &op{kind: opFinish, rec: finalRecord(NewRequestID(), key)}
 	o.rec.CreatedAt = time.Now()
 	o.attempts = encodeAttempts(o.rec.Attempts)
 	if _, err := db.ExecContext(ctx, insertSQL, argValues(insertArgs(nil, o, toMicros(o.rec.CreatedAt)))...); err != nil {

@@ -20,43 +20,22 @@ type Options struct {
 	// MaxBatch caps how many queued operations share one transaction
 	// (default 256).
 	MaxBatch int
-	// MaxDelay is how long the writer waits for more operations before
-	// committing a batch. The default 0 commits whatever is queued as soon as
-	// the writer is free: batches then grow by themselves under load (while
-	// one commit runs, the next batch queues up) without adding latency when
-	// idle.
-	MaxDelay time.Duration
 	// QueueSize bounds the operations waiting for the writer (default 8192).
 	// When it is full, Begin blocks and Finish waits (up to its context):
 	// backpressure instead of unbounded memory.
 	QueueSize int
-	// BeginHold is how long the writer keeps a Begin in memory waiting for
-	// its Finish, so that a short request costs one insert instead of an
-	// insert and an update (see hold.go). 0 writes every Begin at once.
-	BeginHold time.Duration
-	// BeginJournal, with BeginHold, makes each Begin durable at once by
-	// appending it to a file beside the database (path + "-begins") instead
-	// of a transaction: a crash then loses no held Begin, and a stream's
-	// first byte needs no in_progress row (journal.go).
-	BeginJournal bool
-	// FinishJournal, with BeginJournal, makes Finish durable by appending
-	// the final record to the journal and return without waiting for its
-	// row: rows are then committed in batches (see BatchDelay), and every
-	// read first waits until the rows of Finishes that returned before it
-	// are committed, so a caller still reads its own record at once.
-	FinishJournal bool
-	// BatchDelay is how long the writer gathers journaled Begins and
-	// Finishes into one transaction: nobody waits for their rows, and tens
-	// of rows sharing a commit cost a fraction of a commit each. An op
-	// somebody does wait for ends the wait. 0 commits at once.
+	// BatchDelay is how long the writer gathers rows into one transaction
+	// (default 20ms): nobody waits for them (each record is a journal line
+	// already), and tens of rows sharing a commit cost a fraction of a
+	// commit each. A read or a Ping ends the wait.
 	BatchDelay time.Duration
-	// JournalLag, if set, is called by the writer for every journaled
-	// final record whose row it commits, with the time since its Finish:
-	// how long the record existed only as an unsynced journal line. It
-	// must be quick (a histogram's Observe).
+	// JournalLag, if set, is called by the writer for every final record
+	// whose row it commits, with the time since its Finish: how long the
+	// record existed only as a journal line. It must be quick (a
+	// histogram's Observe).
 	JournalLag func(time.Duration)
-	// JournalSize is the size past which the begin journal is rewritten
-	// with only the Begins still without a row (default 4 MiB).
+	// JournalSize is the size past which the journal is rewritten with only
+	// the records still without their row (default 4 MiB).
 	JournalSize int64
 	// BusyTimeout is how long SQLite waits on a locked file (default 5s).
 	BusyTimeout time.Duration
@@ -74,14 +53,11 @@ func (o *Options) defaults() {
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 256
 	}
-	if o.MaxDelay < 0 {
-		o.MaxDelay = 0
-	}
-	if o.BatchDelay < 0 || !o.FinishJournal {
-		o.BatchDelay = 0
-	}
 	if o.QueueSize <= 0 {
 		o.QueueSize = 8192
+	}
+	if o.BatchDelay <= 0 {
+		o.BatchDelay = 20 * time.Millisecond
 	}
 	if o.JournalSize <= 0 {
 		o.JournalSize = 4 << 20
@@ -106,7 +82,7 @@ type Ledger struct {
 	log  *slog.Logger
 	path string
 	w    *sql.DB // exactly one connection, owned by the writer goroutine
-	// wc is that connection, pinned after Open's own work: the writer's
+	// wc is that connection, pinned after the migration: the writer's
 	// statements, its BEGIN and COMMIT included, are prepared on it once
 	// (writerTxn), and a statement on a pinned connection can never be
 	// retried on another one in the middle of a transaction.
@@ -117,12 +93,11 @@ type Ledger struct {
 	ckStop chan struct{}
 	ckDone chan struct{}
 	stmts  writerStmts
-	held   heldBegins // writer goroutine only
-	// retry are journaled Finishes whose transaction failed (disk full):
-	// their rows are tried again first in the next one. Writer goroutine
-	// only.
+	// journal makes each Begin and Finish durable (journal.go).
+	journal *journal
+	// retry are rows whose transaction failed (a full disk): they are tried
+	// again first in the next one. Writer goroutine only.
 	retry     []*op
-	journal   *beginJournal
 	unlock    func() error
 	recovered int
 	// recoveredIDs are the request ids Open turned into interrupted: the
@@ -144,16 +119,16 @@ type Ledger struct {
 }
 
 // writerCacheSize bounds the writer connection's page cache (KiB, as
-// SQLite's negative cache_size). SQLite's default, 2,000 KiB, filled up
-// after a few hundred thousand records and stayed: memory outside the Go
-// heap (modernc's allocator), ≈ 3 MB of resident memory once 150,000
-// records were written. Appending a record touches the right edge of the
-// table and of each index, a few dozen pages; pages beyond the cache are
-// read back from the OS page cache. 256 KiB measured the same CPU a
-// request (docs/BENCHMARK.md, eighteenth round).
+// SQLite's negative cache_size). SQLite's default, 2,000 KiB, fills up
+// after a few hundred thousand records and stays: memory outside the Go
+// heap (modernc's allocator). Appending a record touches the right edge of
+// the table and of each index, a few dozen pages; pages beyond the cache
+// are read back from the OS page cache, at no measurable CPU cost a
+// request.
 const writerCacheSize = "-256"
 
 // Open opens (creating if needed) the ledger at path, migrates its schema,
+// writes the rows of the journal's records that the file does not have,
 // and recovers rows a previous process left in_progress: they become
 // "interrupted" with finished_at set to now. Only one Ledger may have a file
 // open at a time (an advisory lock on path+".lock"), because recovery assumes
@@ -180,7 +155,7 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 			if l.journal != nil {
 				_ = l.journal.close()
 			}
-			l.closeDBs()
+			_ = l.closeDBs()
 		}
 	}()
 	// Create the file ourselves so it (and, by SQLite's rule, its -wal and
@@ -226,44 +201,32 @@ func Open(ctx context.Context, path string, opts Options) (_ *Ledger, err error)
 	if from != to {
 		l.log.Info("usage ledger schema migrated", "path", abs, "from", from, "to", to)
 	}
-	// The journal's Begins become in_progress rows first, so recovery
-	// closes them with the rest. Replay is idempotent: a crash before the
-	// journal is emptied below replays it again, inserting nothing twice.
-	jpath := journalPath(abs)
-	rep, err := replayJournal(ctx, l.w, jpath)
-	if err != nil {
-		return nil, err
+	if l.wc, err = l.w.Conn(ctx); err != nil {
+		return nil, fmt.Errorf("usage: open writer: %w", err)
 	}
-	if rep.bad > 0 {
-		l.log.Warn("usage ledger: journal lines unreadable, skipped", "path", jpath, "count", rep.bad)
-	}
-	if rep.begins > 0 || rep.finals > 0 {
-		l.log.Info("usage ledger: records recovered from the journal", "path", jpath,
-			"begins", rep.begins, "final_records", rep.finals)
-	}
-	if l.recoveredIDs, err = recoverInProgress(ctx, l.w); err != nil {
-		return nil, err
-	}
-	if opts.BeginJournal && opts.BeginHold > 0 {
-		if l.journal, err = openJournal(jpath, opts.JournalSize, l.log); err != nil {
-			return nil, err
+	if err = l.wc.Raw(func(dc any) error {
+		if err := l.stmts.prepare(ctx, dc); err != nil {
+			return err
 		}
-	} else if err = os.Remove(jpath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("usage: remove the begin journal: %w", err)
+		return l.txn.prepare(ctx, dc)
+	}); err != nil {
+		return nil, err
+	}
+	// The journal's records become rows first, so recovery closes the
+	// in_progress ones with the rest. Replay is idempotent: a crash before
+	// the journal is emptied below replays it again, writing nothing twice.
+	jpath := journalPath(abs)
+	if err = l.replay(jpath); err != nil {
+		return nil, err
+	}
+	if l.recoveredIDs, err = recoverInProgress(ctx, l.wc); err != nil {
+		return nil, err
 	}
 	l.recovered = len(l.recoveredIDs)
 	if l.recovered > 0 {
 		l.log.Warn("usage ledger recovered unfinished records as interrupted", "path", abs, "count", l.recovered)
 	}
-	if l.wc, err = l.w.Conn(ctx); err != nil {
-		return nil, fmt.Errorf("usage: open writer: %w", err)
-	}
-	if err = l.wc.Raw(func(dc any) error {
-		if err := l.stmts.prepare(ctx, driverConn{dc}); err != nil {
-			return err
-		}
-		return l.txn.prepare(ctx, driverConn{dc})
-	}); err != nil {
+	if l.journal, err = openJournal(jpath, opts.JournalSize); err != nil {
 		return nil, err
 	}
 
@@ -297,7 +260,40 @@ func dsn(abs string, q url.Values) string {
 	return "file:" + u.EscapedPath() + "?" + q.Encode()
 }
 
-func recoverInProgress(ctx context.Context, db *sql.DB) ([]string, error) {
+// replay writes the rows of the journal's records that the database does
+// not have, in one transaction of the writer's (before it runs).
+func (l *Ledger) replay(path string) error {
+	ops, bad, err := readJournal(path)
+	if err != nil {
+		return err
+	}
+	if bad > 0 {
+		l.log.Warn("usage ledger: journal lines unreadable, skipped", "path", path, "count", bad)
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	if err := l.apply(ops); err != nil {
+		return fmt.Errorf("usage: journal: replay: %w", err)
+	}
+	begins, finals := 0, 0
+	for _, o := range ops {
+		switch {
+		case !o.wrote:
+		case o.kind == opFinish:
+			finals++
+		default:
+			begins++
+		}
+	}
+	if begins > 0 || finals > 0 {
+		l.log.Info("usage ledger: records recovered from the journal", "path", path,
+			"begins", begins, "final_records", finals)
+	}
+	return nil
+}
+
+func recoverInProgress(ctx context.Context, db *sql.Conn) ([]string, error) {
 	rows, err := db.QueryContext(ctx,
 		`UPDATE usage_records SET status = ?, finished_at_us = ? WHERE status = ? RETURNING request_id`,
 		StatusInterrupted, time.Now().UnixMicro(), StatusInProgress)

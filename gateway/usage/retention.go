@@ -39,7 +39,12 @@ func (l *Ledger) RetentionStats() RetentionStats {
 // Interval); it returns how many records it dropped.
 func (l *Ledger) Prune(ctx context.Context) (int, error) { return l.prune(ctx, l.opts.Retention) }
 
+// prune first has the rows still in the writer's hands committed, so a
+// pass judges every record journaled before it.
 func (l *Ledger) prune(ctx context.Context, r Retention) (int, error) {
+	if err := l.sync(ctx); err != nil {
+		return 0, err
+	}
 	total := 0
 	if r.MaxAge > 0 {
 		cutoff := time.Now().Add(-r.MaxAge).UnixMicro()

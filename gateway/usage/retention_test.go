@@ -9,7 +9,7 @@ import (
 )
 
 // fill writes n final records for key "k", created at created (ids in
-// creation order), and returns their ids.
+// creation order), with their rows committed, and returns their ids.
 func fill(t *testing.T, l *Ledger, prefix string, n int, created time.Time) []string {
 	t.Helper()
 	ids := make([]string, n)
@@ -22,6 +22,9 @@ func fill(t *testing.T, l *Ledger, prefix string, n int, created time.Time) []st
 		if err := l.Finish(ctxT(t), r); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := l.sync(ctxT(t)); err != nil { // every row committed
+		t.Fatal(err)
 	}
 	return ids
 }

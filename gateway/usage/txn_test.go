@@ -2,6 +2,7 @@ package usage
 
 import (
 	"database/sql"
+	"errors"
 	"testing"
 )
 
@@ -9,7 +10,9 @@ import (
 // open (RAISE(ABORT) undoes only that statement). The writer runs BEGIN and
 // COMMIT as its own prepared statements, so it must roll such a batch back
 // itself: otherwise every later batch fails to begin ("cannot start a
-// transaction within a transaction") and no record commits again.
+// transaction within a transaction") and no record commits again. And a
+// row SQLite refuses is given up alone: tried again, it would fail every
+// later batch.
 func TestAFailedStatementRollsItsBatchBack(t *testing.T) {
 	path := dbPath(t)
 	l := openAt(t, path, Options{})
@@ -27,8 +30,9 @@ func TestAFailedStatementRollsItsBatchBack(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := l.Finish(ctx, finalRecord(NewRequestID(), "refused")); err == nil {
-		t.Fatal("the trigger did not refuse the record")
+	refusedID := NewRequestID()
+	if err := l.Finish(ctx, finalRecord(refusedID, "refused")); err != nil {
+		t.Fatal(err) // journaled: its row is refused later, by the writer
 	}
 	for i := range 3 {
 		id := NewRequestID()
@@ -39,5 +43,12 @@ func TestAFailedStatementRollsItsBatchBack(t *testing.T) {
 		if err != nil || rec.Status != StatusSuccess {
 			t.Fatalf("batch %d after the failed one: record %+v, %v", i, rec, err)
 		}
+	}
+	// The refused row alone was given up, and counted.
+	if _, err := l.Get(ctx, refusedID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("refused record: %v, want ErrNotFound", err)
+	}
+	if s := l.Stats(); s.Unrecorded != 1 || s.FailedBatches == 0 {
+		t.Fatalf("Stats = %+v, want one unrecorded request and a failed batch", s)
 	}
 }

@@ -2,12 +2,14 @@ package usage
 
 import (
 	"context"
-	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 type opKind uint8
@@ -16,139 +18,62 @@ const (
 	opBegin opKind = iota
 	opFinish
 	opPing
-	opFlush // write a held Begin now (hold.go)
-	opSync  // answered once every op queued before it is committed (sync.go)
+	opSync // answered once every op queued before it is committed (Ledger.sync)
 )
 
-// op is one unit of work for the writer. Its Pending is embedded by
-// pointer, not by value: a stream's exchange keeps its Begin's Pending for
-// the stream's whole life, and must not keep the op (its record copy, about
-// 0.5 KB) with it; that costs Begin a second small allocation.
+// op is one unit of work for the writer: the row of a journaled Begin or
+// Finish, which nobody waits for, or a Ping or a read's sync, which their
+// callers wait for on done.
 type op struct {
-	*Pending
 	kind     opKind
 	rec      Record
-	attempts string // encoded by the caller, keeping JSON work off the single writer
+	attempts string    // encoded by the caller, keeping JSON work off the single writer
+	queued   time.Time // a Begin's or Finish's: when its line was written (Options.JournalLag)
+	// Set by the writer for one transaction: merged marks a Begin and its
+	// Finish in the same batch, whose one row is the final record's insert;
+	// wrote says the op's row was written (not when the request already
+	// had its row: a second Begin, or a Finish of a final record).
+	merged, wrote bool
 
-	// Begin hold (hold.go), touched by the writer goroutine only.
-	deadline time.Time
-	taken    bool
-	merged   *op // on a Finish: the held Begin its insert also answers
-
-	// journaled: a Begin or Finish already durable in the journal
-	// (journal.go), its Pending settled or never waited for. Set before it
-	// is queued.
-	journaled bool
-	// queued: when a journaled Finish returned (Options.JournalLag).
-	queued time.Time
-}
-
-// Pending is the handle of a Begin. Its insert is queued; Committed tells
-// when it reached the database.
-type Pending struct {
-	done chan struct{}
+	done chan struct{} // a Ping's or a sync's; closed with err set
 	err  error
-	rid  string // the request, for Persist
 }
 
-// Committed is closed once the insert is durable (committed to the WAL, or
-// written to the begin journal: Options.BeginJournal) or has failed; Err
-// says which. Commits are FIFO — when a Pending is committed,
-// every Begin or Finish queued before it is too — except for Begins the
-// writer holds (Options.BeginHold): they are committed with their Finish,
-// at the end of the hold, or at once after Ledger.Persist.
-func (p *Pending) Committed() <-chan struct{} { return p.done }
-
-// Err is the outcome of the insert: nil once committed, ErrNotCommittedYet
-// before Committed is closed, otherwise the failure (ErrDuplicate,
-// ErrClosed, ErrInvalidRecord, or a database error).
-func (p *Pending) Err() error {
-	select {
-	case <-p.done:
-		return p.err
-	default:
-		return ErrNotCommittedYet
-	}
-}
-
-// Wait blocks until the insert is committed or ctx ends.
-func (p *Pending) Wait(ctx context.Context) error {
-	select {
-	case <-p.done:
-		return p.err
-	case <-ctx.Done():
-		return fmt.Errorf("usage: wait for begin: %w", ctx.Err())
-	}
-}
-
-// settledDone is the channel of every Pending answered when it is made (a
-// journaled Begin): closed once, never closed again (settle leaves journaled
-// ops alone), so they share it instead of each making and closing one.
-var settledDone = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
-
-func (p *Pending) fail(err error) *Pending {
-	p.err = err
-	close(p.done)
-	return p
-}
-
-// Begin queues the in_progress insert of r and returns at once: it does no
-// I/O. r.Status and r.FinishedAt are ignored (the row is in_progress);
-// a zero r.CreatedAt becomes now. If the queue is full (Options.QueueSize
-// operations waiting), Begin blocks until the writer makes room: that is the
-// ledger's backpressure, and it only happens when the disk cannot keep up.
-func (l *Ledger) Begin(r Record) *Pending {
-	o := &op{kind: opBegin, rec: r, Pending: &Pending{rid: r.RequestID}}
+// Begin makes the in_progress record of r durable (its journal line) and
+// queues its row; it returns once the line is written. r.Status and
+// r.FinishedAt are ignored (the record is in_progress); a zero r.CreatedAt
+// becomes now. A Begin for a request whose record is still being written
+// is refused with ErrDuplicate. If the queue is full (Options.QueueSize
+// operations waiting), Begin blocks until the writer makes room: that is
+// the ledger's backpressure, and it only happens when the disk cannot keep
+// up.
+func (l *Ledger) Begin(r Record) error {
 	if r.RequestID == "" {
-		o.done = make(chan struct{})
-		return o.fail(errRequestIDMissing)
+		return errRequestIDMissing
 	}
+	o := &op{kind: opBegin, rec: r}
 	o.rec.Status = StatusInProgress
 	o.rec.FinishedAt = time.Time{}
 	if o.rec.CreatedAt.IsZero() {
 		o.rec.CreatedAt = time.Now()
 	}
 	o.attempts = encodeAttempts(r.Attempts)
-	if l.journal != nil {
-		if ok, _ := l.journal.add(o); ok {
-			o.done = settledDone // durable now; the writer leaves this Pending alone
-		}
-	}
-	if o.done == nil {
-		o.done = make(chan struct{})
-	}
-	if err := l.enqueue(context.Background(), o); err != nil {
-		if o.journaled {
-			// Closed under us: the journal keeps the line (Close reports
-			// it), and the next Open records the request as interrupted.
-			return o.Pending
-		}
-		return o.fail(err)
-	}
-	return o.Pending
+	return l.journaled(context.Background(), o, "begin")
 }
 
-// Finish queues the final version of the record r.RequestID and waits until
-// it is committed — with Options.FinishJournal, until it is a journal line
-// (durable as a commit is: it survives kill -9, and the next Open writes
-// its row if this process does not), and every read waits for its row.
+// Finish makes the final version of the record r.RequestID durable (its
+// journal line) and queues its row; it returns once the line is written.
 // Every field is written from r except CreatedAt, which keeps the Begin
 // value; a zero r.FinishedAt becomes now. r.Status must be a final status.
 //
-// Exactly once: a second Finish of the same request is not applied and
-// returns ErrAlreadyFinished (journaled, only while the first one's row is
-// not committed yet; after that the writer refuses it and logs it). A
-// Finish whose Begin is still queued is applied after it (one writer,
-// FIFO). A Finish with no Begin at all inserts the final record, so a
-// request whose Begin failed still leaves one record.
+// Exactly once: a second Finish of the same request is not applied. It
+// returns ErrAlreadyFinished while the first one's row is not committed;
+// after that the writer ignores it and logs it. A Finish with no Begin at
+// all inserts the final record, so a request whose Begin failed still
+// leaves one record.
 //
-// If ctx ends first, Finish returns ctx's error but the update, once queued,
-// is still applied: pass a context that outlives a client disconnect
-// (context.WithoutCancel) when the record must be written before replying.
+// If ctx ends while the queue is full, Finish returns ctx's error; the
+// record is durable all the same, and the next Open writes its row.
 func (l *Ledger) Finish(ctx context.Context, r Record) error {
 	if r.RequestID == "" {
 		return errRequestIDMissing
@@ -156,9 +81,7 @@ func (l *Ledger) Finish(ctx context.Context, r Record) error {
 	if !isFinalStatus(r.Status) {
 		return fmt.Errorf("%w: %q is not a final status (request %s)", ErrInvalidRecord, r.Status, r.RequestID)
 	}
-	// No channel yet: a journaled Finish's Pending is never answered
-	// (settle), so only the Finish that waits for its row makes one.
-	o := &op{kind: opFinish, rec: r, Pending: &Pending{}}
+	o := &op{kind: opFinish, rec: r}
 	if o.rec.FinishedAt.IsZero() {
 		o.rec.FinishedAt = time.Now()
 	}
@@ -166,51 +89,43 @@ func (l *Ledger) Finish(ctx context.Context, r Record) error {
 		o.rec.CreatedAt = o.rec.FinishedAt
 	}
 	o.attempts = encodeAttempts(r.Attempts)
-	// A Finish without the Begin's time cannot stand in for its Begin's
-	// line (the row keeps the Begin's CreatedAt): it waits for its row.
-	if l.journal != nil && l.opts.FinishJournal && !r.CreatedAt.IsZero() {
-		if done, err := l.finishJournaled(ctx, o); done {
-			return err
-		}
+	err := l.journaled(ctx, o, "finish")
+	switch {
+	case errors.Is(err, ErrAlreadyFinished):
+		l.duplicateFinish(&o.rec)
+	case err != nil && !errors.Is(err, ErrQueueFull):
+		l.nUnrecorded.Add(1)
 	}
-	o.done = make(chan struct{})
-	if err := l.enqueue(ctx, o); err != nil {
-		if errors.Is(err, ErrClosed) {
-			l.nUnrecorded.Add(1)
-		}
-		return fmt.Errorf("usage: finish %s: %w", r.RequestID, err)
-	}
-	if err := o.Wait(ctx); err != nil {
-		if errors.Is(err, ErrAlreadyFinished) {
-			l.duplicateFinish(&r)
-		}
-		return err
-	}
-	return nil
+	return err
 }
 
-// finishJournaled makes o's final record durable as a journal line and
-// queues its row without waiting for it (Options.FinishJournal); done is
-// false when the journal cannot take it, and Finish then waits for the row.
-func (l *Ledger) finishJournaled(ctx context.Context, o *op) (done bool, err error) {
-	ok, err := l.journal.add(o)
-	if err != nil {
-		l.duplicateFinish(&o.rec)
-		return true, err
+// ErrQueueFull wraps the context error of a Begin or Finish whose record is
+// durable but whose row could not be queued before the context ended (or
+// the ledger closed): the next Open writes that row.
+var ErrQueueFull = errors.New("usage: record journaled, its row not queued")
+
+// journaled writes o's line, then queues its row.
+func (l *Ledger) journaled(ctx context.Context, o *op, what string) error {
+	if err := l.closedErr(); err != nil {
+		return fmt.Errorf("usage: %s %s: %w", what, o.rec.RequestID, err)
 	}
-	if !ok {
-		return false, nil
+	if err := l.journal.add(o); err != nil {
+		if !errors.Is(err, ErrDuplicate) && !errors.Is(err, ErrAlreadyFinished) {
+			l.noteJournal(err)
+		}
+		return fmt.Errorf("usage: %s %s: %w", what, o.rec.RequestID, err)
 	}
-	l.unsynced.Add(1)
 	o.queued = time.Now()
+	l.unsynced.Add(1)
 	if err := l.enqueue(ctx, o); err != nil {
 		l.unsynced.Add(-1)
 		// The line stays in the journal (Close keeps a journal with open
 		// lines), so the next Open writes the row: late, not lost.
-		l.log.Warn("usage: final record kept in the journal until the ledger is opened again",
+		l.log.Warn("usage: record kept in the journal until the ledger is opened again",
 			"request_id", o.rec.RequestID, "err", err)
+		return fmt.Errorf("usage: %s %s: %w: %w", what, o.rec.RequestID, ErrQueueFull, err)
 	}
-	return true, nil
+	return nil
 }
 
 // duplicateFinish logs a second Finish of r's request, which was not
@@ -220,19 +135,44 @@ func (l *Ledger) duplicateFinish(r *Record) {
 }
 
 // Ping checks that the store is writable end to end: it sends a tiny meta
-// write through the writer queue, so it fails (or times out with ctx) if the
-// writer is stuck, the queue is saturated, or the disk refuses writes.
+// write through the writer queue and waits for its commit, so it fails (or
+// times out with ctx) if the writer is stuck, the queue is saturated, or
+// the disk refuses writes.
 func (l *Ledger) Ping(ctx context.Context) error { return l.through(ctx, opPing, "ping") }
 
+// sync waits until the rows of every Begin and Finish that returned before
+// it are committed, so a read sees them: a caller that has its answer finds
+// its record. It costs nothing when no row is waiting.
+func (l *Ledger) sync(ctx context.Context) error {
+	if l.unsynced.Load() == 0 {
+		return nil
+	}
+	return l.through(ctx, opSync, "sync")
+}
+
 // through queues an op of kind and waits until the writer has committed it
-// and everything queued before it.
+// and everything queued before it (commits are FIFO).
 func (l *Ledger) through(ctx context.Context, kind opKind, what string) error {
-	o := &op{kind: kind, Pending: &Pending{done: make(chan struct{})}}
+	o := &op{kind: kind, done: make(chan struct{})}
 	if err := l.enqueue(ctx, o); err != nil {
 		return fmt.Errorf("usage: %s: %w", what, err)
 	}
-	if err := o.Wait(ctx); err != nil {
-		return fmt.Errorf("usage: %s: %w", what, err)
+	select {
+	case <-o.done:
+		if o.err != nil {
+			return fmt.Errorf("usage: %s: %w", what, o.err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("usage: %s: %w", what, ctx.Err())
+	}
+}
+
+func (l *Ledger) closedErr() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return ErrClosed
 	}
 	return nil
 }
@@ -267,8 +207,8 @@ type Stats struct {
 	Batches       uint64
 	FailedBatches uint64
 	// Unrecorded counts Finish calls whose final record was not written (its
-	// transaction failed, or the ledger was closed): requests left without a
-	// final record.
+	// journal line failed, or its row's transaction failed too often, or
+	// the ledger was closed): requests left without a final record.
 	Unrecorded uint64
 	Queued     int
 }
@@ -285,8 +225,8 @@ func (l *Ledger) Stats() Stats {
 }
 
 type counters struct {
-	// unsynced counts journaled Finishes queued and not yet through a
-	// commit: readers sync first while it is not zero (sync.go).
+	// unsynced counts the Begins and Finishes whose rows are queued and not
+	// yet committed: reads sync first while it is not zero.
 	unsynced                  atomic.Int64
 	nOps, nBatches, nFailed   atomic.Uint64
 	nUnrecorded               atomic.Uint64
@@ -298,61 +238,37 @@ type counters struct {
 func (l *Ledger) run() {
 	defer close(l.writerDone)
 	batch := make([]*op, 0, l.opts.MaxBatch)
-	routed := make([]*op, 0, l.opts.MaxBatch)
-	hold := time.NewTimer(time.Hour)
-	hold.Stop()
-	for {
-		var holdC <-chan time.Time
-		if d, ok := l.held.next(); ok {
-			hold.Reset(time.Until(d))
-			holdC = hold.C
-		}
-		select {
-		case o, ok := <-l.q:
-			hold.Stop()
-			if !ok {
-				// Closing: the held Begins of requests still open are
-				// written, for recovery to close as interrupted.
-				if rest := l.held.expired(l.retrying(routed[:0]), time.Time{}); len(rest) > 0 {
-					l.commit(rest)
-				}
-				return
-			}
-			batch = l.fill(append(batch[:0], o))
-		case <-holdC:
-			batch = batch[:0]
-		}
-		routed = l.route(l.retrying(routed[:0]), batch, time.Now())
-		if len(routed) > 0 {
-			l.commit(routed)
-		}
+	for o := range l.q {
+		batch = l.fill(append(l.takeRetry(batch[:0]), o))
+		l.commit(batch)
 		clear(batch) // let finished ops be collected while we wait
-		clear(routed)
+	}
+	// Closing: rows whose transaction failed get a last try.
+	if batch = l.takeRetry(batch[:0]); len(batch) > 0 {
+		l.commit(batch)
 	}
 }
 
-// retrying appends the journaled Finishes a failed transaction left, to be
-// tried first in the next one.
-func (l *Ledger) retrying(dst []*op) []*op {
+// takeRetry appends the rows a failed transaction left, to be tried first
+// in the next one.
+func (l *Ledger) takeRetry(dst []*op) []*op {
 	dst = append(dst, l.retry...)
 	clear(l.retry)
 	l.retry = l.retry[:0]
 	return dst
 }
 
-// fill adds whatever else is queued, up to MaxBatch; with MaxDelay it also
-// waits that long for latecomers. A batch that starts with a journaled op
-// waits BatchDelay instead, until an op arrives that somebody waits for
-// (anything the journal did not take: a read's sync, a Ping, a Finish
-// while the journal is off).
+// fill adds what else is queued, up to MaxBatch. Rows nobody waits for
+// (their records are journal lines already) are gathered for up to
+// BatchDelay from the first one: tens of rows then share the B-tree pages
+// and WAL frames of one commit. An op somebody waits for (a read's sync, a
+// Ping) ends the wait: what is queued is committed at once.
 func (l *Ledger) fill(batch []*op) []*op {
-	d, gathering := l.opts.MaxDelay, false
-	if l.opts.BatchDelay > d && batch[0].journaled {
-		d, gathering = l.opts.BatchDelay, true
-	}
 	var deadline <-chan time.Time
-	if d > 0 {
-		t := time.NewTimer(d)
+	if waited(batch) {
+		deadline = nil
+	} else if l.opts.BatchDelay > 0 {
+		t := time.NewTimer(l.opts.BatchDelay)
 		defer t.Stop()
 		deadline = t.C
 	}
@@ -375,7 +291,7 @@ func (l *Ledger) fill(batch []*op) []*op {
 				return batch
 			}
 			batch = append(batch, o)
-			if gathering && !o.journaled {
+			if o.done != nil {
 				deadline = nil // commit what is queued now
 			}
 		case <-deadline:
@@ -385,80 +301,14 @@ func (l *Ledger) fill(batch []*op) []*op {
 	return batch
 }
 
-func (l *Ledger) commit(batch []*op) {
-	if !writes(batch) {
-		// Only syncs: nothing to commit, and no verdict on the ledger's
-		// health either.
-		for _, o := range batch {
-			o.settle(nil)
-		}
-		return
-	}
-	err := l.apply(batch)
-	wasFailing := l.noteCommit(err)
-	lost := 0
-	if err != nil {
-		l.nFailed.Add(1)
-		for _, o := range batch {
-			switch {
-			case o.kind != opFinish:
-			case o.journaled && len(l.retry) < l.opts.QueueSize:
-				// Its line keeps it durable; the next transaction tries
-				// its row again (the prober's, once the disk takes writes).
-				o.err = nil
-				l.retry = append(l.retry, o)
-			default:
-				if o.journaled {
-					l.journal.drop(o.rec.RequestID)
-					l.unsynced.Add(-1)
-				}
-				lost++
-			}
-		}
-		l.nUnrecorded.Add(uint64(lost))
-		// The first failure of a run is logged by noteCommit; after it, only
-		// batches that lose records are worth a line (not every probe).
-		if wasFailing && lost > 0 {
-			l.log.Error("usage: batch failed", "ops", len(batch), "final_records_lost", lost,
-				"final_records_kept_for_retry", len(l.retry), "err", err)
-		}
-	} else if l.journal != nil {
-		l.journal.written(batch)
-	}
-	l.nBatches.Add(1)
-	l.nOps.Add(uint64(len(batch)))
-	var now time.Time
-	if err == nil && l.opts.JournalLag != nil {
-		now = time.Now()
-	}
+// waited says whether somebody waits for an op of batch.
+func waited(batch []*op) bool {
 	for _, o := range batch {
-		if b := o.merged; b != nil {
-			berr := err
-			if err == nil && errors.Is(o.err, ErrAlreadyFinished) {
-				berr = fmt.Errorf("%w: %s", ErrDuplicate, b.rec.RequestID)
-			}
-			b.settle(berr)
-		}
-		// A journaled Finish's row is in: reads need not wait for it any
-		// more (one that failed is in l.retry, or was counted lost above).
-		if o.kind == opFinish && o.journaled && err == nil {
-			l.unsynced.Add(-1)
-			if !now.IsZero() {
-				l.opts.JournalLag(now.Sub(o.queued))
-			}
-			if errors.Is(o.err, ErrAlreadyFinished) {
-				l.duplicateFinish(&o.rec)
-			}
-		}
-		switch {
-		case o.kind == opSync:
-			o.settle(nil) // a read goes on with what is committed
-		case err != nil:
-			o.settle(err)
-		default:
-			o.settle(o.err)
+		if o.done != nil {
+			return true
 		}
 	}
+	return false
 }
 
 // writes says whether batch needs a transaction: not when it only holds
@@ -472,231 +322,183 @@ func writes(batch []*op) bool {
 	return false
 }
 
-// settle answers o's Pending with err, except a journaled Begin's: Begin
-// answered that one already, when its line was written.
-func (o *op) settle(err error) {
-	if !o.journaled {
-		o.fail(err)
+// commit runs batch in one transaction and settles every op in it.
+func (l *Ledger) commit(batch []*op) {
+	err := l.write(batch)
+	for _, o := range batch {
+		if o.done != nil {
+			if o.kind == opPing {
+				o.err = err
+			} // a sync goes on with what is committed
+			close(o.done)
+		}
 	}
 }
 
-// apply runs the batch in one transaction. Logical refusals (duplicate
-// Begin, second Finish) are per-op results and do not touch the others; any
-// SQL error aborts the whole batch, because after an I/O error SQLite may
-// already have rolled the transaction back and later statements would run
-// outside it.
+// write commits the rows of batch, if it has any. A row SQLite refuses
+// itself would fail every transaction it is tried in again: it alone is
+// given up, and the rest is tried again at once.
+func (l *Ledger) write(batch []*op) error {
+	for writes(batch) {
+		err := l.apply(batch)
+		wasFailing := l.noteCommit(err)
+		l.nBatches.Add(1)
+		for _, o := range batch {
+			if o.kind != opSync {
+				l.nOps.Add(1)
+			}
+		}
+		if err == nil {
+			l.written(batch)
+			return nil
+		}
+		l.nFailed.Add(1)
+		var re *rowError
+		if !errors.As(err, &re) || !refused(re.err) {
+			l.keep(batch, err, wasFailing)
+			return err
+		}
+		l.log.Error("usage: row refused by the database, given up", "request_id", re.o.rec.RequestID, "err", err)
+		l.giveUp(re.o)
+		batch = slices.DeleteFunc(slices.Clone(batch), func(o *op) bool { return o == re.o })
+	}
+	return nil
+}
+
+// written accounts for the rows of a committed batch.
+func (l *Ledger) written(batch []*op) {
+	l.journal.written(batch)
+	var now time.Time
+	if l.opts.JournalLag != nil {
+		now = time.Now()
+	}
+	for _, o := range batch {
+		if o.done != nil {
+			continue
+		}
+		l.unsynced.Add(-1)
+		if o.kind == opFinish && !now.IsZero() {
+			l.opts.JournalLag(now.Sub(o.queued))
+		}
+		if !o.wrote {
+			l.duplicate(o)
+		}
+	}
+}
+
+// keep holds the rows of a failed transaction (a full disk) for the next
+// one: their records are journal lines, so they are not lost while the
+// process lives, and the next Open writes them if it does not. Past
+// QueueSize of them the final records are given up and counted.
+func (l *Ledger) keep(batch []*op, err error, wasFailing bool) {
+	lost := 0
+	for _, o := range batch {
+		switch {
+		case o.done != nil:
+		case len(l.retry) < l.opts.QueueSize:
+			l.retry = append(l.retry, o)
+		default:
+			if l.giveUp(o) {
+				lost++
+			}
+		}
+	}
+	// The first failure of a run is logged by noteCommit; after it, only
+	// batches that lose records are worth a line (not every probe).
+	if wasFailing && lost > 0 {
+		l.log.Error("usage: batch failed", "ops", len(batch), "final_records_lost", lost,
+			"rows_kept_for_retry", len(l.retry), "err", err)
+	}
+}
+
+// giveUp abandons o's row; it reports whether that loses a final record
+// (counted as unrecorded).
+func (l *Ledger) giveUp(o *op) bool {
+	l.unsynced.Add(-1)
+	if o.kind != opFinish {
+		return false // its Finish may still insert the final record
+	}
+	l.journal.drop(o.rec.RequestID)
+	l.nUnrecorded.Add(1)
+	return true
+}
+
+// merge marks each Begin whose Finish follows it in batch: the Begin then
+// writes nothing, and the Finish inserts the final row with the Begin's
+// CreatedAt, one statement for the request instead of an insert and an
+// update. Most requests to a fast model begin and end within one batch.
+func merge(batch []*op) {
+	var begins map[string]*op
+	for _, o := range batch {
+		o.merged = false
+		switch o.kind {
+		case opBegin:
+			if begins == nil {
+				begins = make(map[string]*op)
+			}
+			begins[o.rec.RequestID] = o
+		case opFinish:
+			if b := begins[o.rec.RequestID]; b != nil {
+				delete(begins, o.rec.RequestID)
+				b.merged, o.merged = true, true
+				o.rec.CreatedAt = b.rec.CreatedAt
+			}
+		}
+	}
+}
+
+// rowError is the failure of the statement of one op in a batch.
+type rowError struct {
+	o   *op
+	err error
+}
+
+func (e *rowError) Error() string { return e.err.Error() }
+func (e *rowError) Unwrap() error { return e.err }
+
+// refused says whether err is SQLite refusing a row itself (a constraint,
+// a trigger, a value out of range), which trying again cannot change,
+// unlike a full disk or an I/O error.
+func refused(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_MISMATCH, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_RANGE:
+		return true
+	}
+	return false
+}
+
+// duplicate logs a row the writer did not write because the request
+// already had one: a second Begin, or a Finish of a final record.
+func (l *Ledger) duplicate(o *op) {
+	if o.kind == opFinish {
+		l.duplicateFinish(&o.rec)
+		return
+	}
+	l.log.Warn("usage: duplicate begin ignored", "request_id", o.rec.RequestID)
+}
+
+// apply runs the batch in one transaction. A row not written because its
+// request has one (see op.wrote) does not touch the others; any SQL error
+// aborts the whole batch, because after an I/O error SQLite may already
+// have rolled the transaction back and later statements would run outside
+// it.
 func (l *Ledger) apply(batch []*op) error {
 	// The writer's statements are the driver's own (driverStmt): they run
 	// while Raw holds the pinned connection.
-	return l.wc.Raw(func(any) error { return l.applyBatch(batch) })
-}
-
-func (l *Ledger) applyBatch(batch []*op) (err error) {
-	ctx := context.Background() // a caller's cancellation must not abort others' writes
-	if _, err = l.txn.begin.exec(ctx, nil); err != nil {
-		return fmt.Errorf("usage: begin batch: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			// After some errors (a full disk, an I/O error) SQLite has
-			// rolled the transaction back itself; this ROLLBACK then finds
-			// none and fails, which leaves the connection as it should be.
-			_, _ = l.txn.rollback.exec(ctx, nil)
-		}
-	}()
-	for _, o := range batch {
-		if err = l.stmts.apply(ctx, o); err != nil {
-			return err
-		}
-	}
-	if _, err = l.txn.commit.exec(ctx, nil); err != nil {
-		return fmt.Errorf("usage: commit batch: %w", err)
-	}
-	return nil
-}
-
-// writerTxn is the writer's transaction control as statements prepared
-// once. database/sql's BeginTx and Commit had the driver prepare "BEGIN"
-// and "COMMIT" afresh for every batch: about a tenth of the writer's CPU
-// at eight concurrent streams (docs/BENCHMARK.md, fifth round). IMMEDIATE:
-// every write transaction takes the write lock up front, so it can never
-// fail halfway with SQLITE_BUSY on lock upgrade.
-type writerTxn struct{ begin, commit, rollback execStmt }
-
-func (t *writerTxn) prepare(ctx context.Context, c stmtPreparer) error {
-	for _, p := range []struct {
-		dst *execStmt
-		sql string
-	}{{&t.begin, "BEGIN IMMEDIATE"}, {&t.commit, "COMMIT"}, {&t.rollback, "ROLLBACK"}} {
-		st, err := c.prepare(ctx, p.sql)
-		if err != nil {
-			return fmt.Errorf("usage: prepare %s: %w", p.sql, err)
-		}
-		*p.dst = st
-	}
-	return nil
-}
-
-func (t *writerTxn) close() error { return closeStmts(t.begin, t.commit, t.rollback) }
-
-type writerStmts struct {
-	insert, finish, ping execStmt
-	// args is a statement's argument list, reused: the writer runs one
-	// statement at a time, and neither the driver nor database/sql keeps
-	// the list.
-	args *[]driver.NamedValue
-}
-
-const insertSQL = `INSERT INTO usage_records (
-	request_id, client_request_id, key_id, key_fingerprint, alias, provider, provider_model,
-	status, http_status, error_type, fallbacks, attempts, stream,
-	input_tokens, output_tokens, cached_input_tokens, reasoning_tokens, cost_picos, currency,
-	latency_ms, created_at_us, finished_at_us
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (request_id) DO NOTHING`
-
-// The status guard is what makes Finish exactly-once: only an in_progress
-// row can be finished.
-const finishSQL = `UPDATE usage_records SET
-	client_request_id = ?, key_id = ?, key_fingerprint = ?, alias = ?, provider = ?, provider_model = ?,
-	status = ?, http_status = ?, error_type = ?, fallbacks = ?, attempts = ?, stream = ?,
-	input_tokens = ?, output_tokens = ?, cached_input_tokens = ?, reasoning_tokens = ?, cost_picos = ?, currency = ?,
-	latency_ms = ?, finished_at_us = ?
-WHERE request_id = ? AND status = 'in_progress'`
-
-const pingSQL = `INSERT INTO ledger_meta (k, v) VALUES ('last_ping', ?)
-ON CONFLICT (k) DO UPDATE SET v = excluded.v`
-
-// Statements are prepared once on the writer's pinned connection, where
-// its transactions run (writerTxn). Replay prepares them on its
-// transaction.
-func (s *writerStmts) prepare(ctx context.Context, c stmtPreparer) error {
-	for _, p := range []struct {
-		dst *execStmt
-		sql string
-	}{{&s.insert, insertSQL}, {&s.finish, finishSQL}, {&s.ping, pingSQL}} {
-		st, err := c.prepare(ctx, p.sql)
-		if err != nil {
-			return fmt.Errorf("usage: prepare: %w", err)
-		}
-		*p.dst = st
-	}
-	s.args = new([]driver.NamedValue)
-	return nil
-}
-
-func (s *writerStmts) close() error { return closeStmts(s.insert, s.finish, s.ping) }
-
-// closeStmts closes the statements that were prepared.
-func closeStmts(sts ...execStmt) error {
-	var errs []error
-	for _, st := range sts {
-		if st != nil {
-			errs = append(errs, st.Close())
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (s writerStmts) apply(ctx context.Context, o *op) error {
-	r := &o.rec
-	switch o.kind {
-	case opBegin:
-		n, err := s.insert.exec(ctx, s.insertArgs(o, 0))
-		if err != nil {
-			return fmt.Errorf("usage: begin %s: %w", r.RequestID, err)
-		}
-		if n == 0 && !o.journaled { // a journaled Begin's Pending is settled
-			o.err = fmt.Errorf("%w: %s", ErrDuplicate, r.RequestID)
-		}
-	case opFinish:
-		fin := toMicros(r.FinishedAt)
-		if o.merged != nil { // its Begin was never written
-			return s.insertFinal(ctx, o, fin)
-		}
-		n, err := s.finish.exec(ctx, s.finishArgs(o, fin))
-		if err != nil {
-			return fmt.Errorf("usage: finish %s: %w", r.RequestID, err)
-		}
-		if n == 1 {
+	merge(batch)
+	return l.wc.Raw(func(any) error {
+		ctx := context.Background() // a caller's cancellation must not abort others' writes
+		return l.txn.run(ctx, func() error {
+			for _, o := range batch {
+				if err := l.stmts.apply(ctx, o); err != nil {
+					return &rowError{o: o, err: err}
+				}
+			}
 			return nil
-		}
-		// No in_progress row: either there was never a Begin (insert the
-		// final record) or it is already final (the insert does nothing).
-		return s.insertFinal(ctx, o, fin)
-	case opPing:
-		if _, err := s.ping.exec(ctx, namedArgs(nil, time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
-			return fmt.Errorf("usage: ping write: %w", err)
-		}
-	}
-	return nil
-}
-
-func (s writerStmts) insertFinal(ctx context.Context, o *op, fin int64) error {
-	n, err := s.insert.exec(ctx, s.insertArgs(o, fin))
-	if err != nil {
-		return fmt.Errorf("usage: finish %s: %w", o.rec.RequestID, err)
-	}
-	if n == 0 {
-		o.err = fmt.Errorf("%w: %s", ErrAlreadyFinished, o.rec.RequestID)
-	}
-	return nil
-}
-
-// insertArgs are the insert's arguments for o, in s.args.
-func (s writerStmts) insertArgs(o *op, finished int64) []driver.NamedValue {
-	*s.args = insertArgs(*s.args, o, finished)
-	return *s.args
-}
-
-// insertArgs sets dst to the insert's arguments for o, as the driver takes
-// them (int64, not int: no converter runs between here and SQLite);
-// finished is a final record's, and NULL for any other op's row.
-func insertArgs(dst []driver.NamedValue, o *op, finished int64) []driver.NamedValue {
-	a := rowArgs(dst).sized(22)
-	a.str(0, o.rec.RequestID)
-	recordArgs(a, 1, o)
-	a.int(20, toMicros(o.rec.CreatedAt))
-	if o.kind == opFinish {
-		a.int(21, finished)
-	} else {
-		a[21].Value = nil // an in_progress row's
-	}
-	return a
-}
-
-// finishArgs are the update's arguments for o, in s.args, the same way.
-func (s writerStmts) finishArgs(o *op, finished int64) []driver.NamedValue {
-	a := rowArgs(*s.args).sized(21)
-	recordArgs(a, 0, o)
-	a.int(19, finished)
-	a.str(20, o.rec.RequestID)
-	*s.args = a
-	return a
-}
-
-// recordArgs sets the 19 columns the insert and the update share, in their
-// order (client_request_id through latency_ms), from position at.
-func recordArgs(a rowArgs, at int, o *op) {
-	r := &o.rec
-	for i, v := range [...]string{r.ClientRequestID, r.KeyID, r.KeyFingerprint, r.Alias, r.Provider, r.ProviderModel, r.Status} {
-		a.str(at+i, v)
-	}
-	a.int(at+7, int64(r.HTTPStatus))
-	a.str(at+8, r.ErrorType)
-	a.int(at+9, int64(r.Fallbacks))
-	a.str(at+10, o.attempts)
-	a.bool(at+11, r.Stream)
-	for i, v := range [...]int64{int64(r.InputTokens), int64(r.OutputTokens), int64(r.CachedInputTokens), int64(r.ReasoningTokens), int64(r.Cost)} {
-		a.int(at+12+i, v)
-	}
-	a.str(at+17, r.Currency)
-	a.int(at+18, r.LatencyMs)
-}
-
-func changes(res sql.Result, err error) (int64, error) {
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+		})
+	})
 }

@@ -2,9 +2,11 @@ package usage
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
+	"net/url"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -109,9 +111,15 @@ func TestBeginDefaultsCreatedAtAndIgnoresFinalFields(t *testing.T) {
 	}
 }
 
+// gathering holds rows for an hour: nothing is committed until a read
+// syncs, a Ping comes, or MaxBatch rows are queued.
+var gathering = Options{BatchDelay: time.Hour}
+
 func TestFinishExactlyOnce(t *testing.T) {
 	logs := &testutil.SyncBuffer{}
-	l := openTest(t, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	opts := gathering
+	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	l := openTest(t, opts)
 	ctx := ctxT(t)
 	id := NewRequestID()
 	beginWait(t, l, Record{RequestID: id})
@@ -119,10 +127,19 @@ func TestFinishExactlyOnce(t *testing.T) {
 	if err := l.Finish(ctx, first); err != nil {
 		t.Fatal(err)
 	}
+	// While the first one's row waits for its transaction, the journal
+	// refuses a second final record.
 	second := finalRecord(id, "key-b")
 	second.Status = StatusError
 	if err := l.Finish(ctx, second); !errors.Is(err, ErrAlreadyFinished) {
 		t.Fatalf("second Finish: %v, want ErrAlreadyFinished", err)
+	}
+	// Once the row is committed, the writer ignores it.
+	if got, err := l.Get(ctx, id); err != nil || got.Status != StatusSuccess {
+		t.Fatalf("record = %+v, %v", got, err)
+	}
+	if err := l.Finish(ctx, second); err != nil {
+		t.Fatalf("a Finish after the row: %v", err)
 	}
 	got, err := l.Get(ctx, id)
 	if err != nil {
@@ -131,63 +148,66 @@ func TestFinishExactlyOnce(t *testing.T) {
 	if got.Status != StatusSuccess || got.KeyID != "key-a" {
 		t.Fatalf("second Finish changed the record: %+v", got)
 	}
-	if !strings.Contains(logs.String(), "duplicate finish") || !strings.Contains(logs.String(), id) {
-		t.Errorf("duplicate finish not reported in logs: %q", logs.String())
+	if n := strings.Count(logs.String(), "duplicate finish"); n != 2 || !strings.Contains(logs.String(), id) {
+		t.Errorf("duplicate finishes logged %d times, want 2: %q", n, logs.String())
 	}
 
-	// Also when both Finishes land in the same batch.
-	l2 := openTest(t, Options{MaxDelay: 50 * time.Millisecond})
+	// Two at once: exactly one is taken.
 	id2 := NewRequestID()
-	l2.Begin(Record{RequestID: id2})
+	beginWait(t, l, Record{RequestID: id2})
 	errs := make(chan error, 2)
 	for range 2 {
-		go func() { errs <- l2.Finish(ctx, finalRecord(id2, "key-a")) }()
+		go func() { errs <- l.Finish(ctx, finalRecord(id2, "key-a")) }()
 	}
 	e1, e2 := <-errs, <-errs
 	if (e1 == nil) == (e2 == nil) || !(errors.Is(e1, ErrAlreadyFinished) || errors.Is(e2, ErrAlreadyFinished)) {
 		t.Fatalf("concurrent double Finish: %v / %v, want exactly one ErrAlreadyFinished", e1, e2)
 	}
-	if n, _, _ := l2.Count(ctx); n != 1 {
-		t.Fatalf("Count = %d, want 1", n)
+	if n, _, _ := l.Count(ctx); n != 2 {
+		t.Fatalf("Count = %d, want 2", n)
 	}
 }
 
-func TestFinishWhileBeginQueued(t *testing.T) {
-	// The batch cannot commit before its second op arrives (or 10s pass), so
-	// the Begin is certainly still uncommitted when Finish is queued.
-	l := openTest(t, Options{MaxDelay: 10 * time.Second, MaxBatch: 2})
+// A Begin and its Finish in one transaction leave the final record.
+func TestBeginAndFinishInOneBatch(t *testing.T) {
+	l := openTest(t, gathering)
 	id := NewRequestID()
-	p := l.Begin(Record{RequestID: id, ClientRequestID: "c"})
-	if err := p.Err(); !errors.Is(err, ErrNotCommittedYet) {
-		t.Fatalf("Err before commit = %v, want ErrNotCommittedYet", err)
-	}
-	if err := l.Finish(ctxT(t), finalRecord(id, "key-a")); err != nil {
+	created := time.Now()
+	beginWait(t, l, Record{RequestID: id, ClientRequestID: "c", CreatedAt: created})
+	r := finalRecord(id, "key-a")
+	r.CreatedAt = created.Add(time.Hour) // the Begin's time stays
+	if err := l.Finish(ctxT(t), r); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-p.Committed():
-	default:
-		t.Fatal("Finish returned before the earlier Begin was committed")
+	if n := l.Stats().Batches; n != 0 {
+		t.Fatalf("%d transactions before any read", n)
 	}
-	if err := p.Err(); err != nil {
-		t.Fatalf("Begin: %v", err)
-	}
-	got, err := l.Get(ctxT(t), id)
-	if err != nil || got.Status != StatusSuccess {
-		t.Fatalf("Get = %+v, %v; want success", got, err)
+	wantSuccessCreatedAt(t, l, id, created.Truncate(time.Microsecond))
+	if n := l.Stats().Batches; n != 1 {
+		t.Fatalf("%d transactions, want 1", n)
 	}
 }
 
 func TestBeginValidationAndDuplicates(t *testing.T) {
-	l := openTest(t, Options{})
+	l := openTest(t, gathering)
 	ctx := ctxT(t)
-	if err := l.Begin(Record{}).Wait(ctx); !errors.Is(err, ErrInvalidRecord) {
+	if err := l.Begin(Record{}); !errors.Is(err, ErrInvalidRecord) {
 		t.Fatalf("Begin without id: %v", err)
 	}
 	id := NewRequestID()
-	beginWait(t, l, Record{RequestID: id})
-	if err := l.Begin(Record{RequestID: id}).Wait(ctx); !errors.Is(err, ErrDuplicate) {
+	beginWait(t, l, Record{RequestID: id, ClientRequestID: "first"})
+	if err := l.Begin(Record{RequestID: id}); !errors.Is(err, ErrDuplicate) {
 		t.Fatalf("duplicate Begin: %v, want ErrDuplicate", err)
+	}
+	// Once its row is committed, the writer ignores it.
+	if _, err := l.Get(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Begin(Record{RequestID: id, ClientRequestID: "second"}); err != nil {
+		t.Fatalf("a Begin after the row: %v", err)
+	}
+	if got, err := l.Get(ctx, id); err != nil || got.ClientRequestID != "first" {
+		t.Fatalf("second Begin changed the record: %+v, %v", got, err)
 	}
 	for _, st := range []string{"", StatusInProgress, "bogus"} {
 		if err := l.Finish(ctx, Record{RequestID: id, Status: st}); !errors.Is(err, ErrInvalidRecord) {
@@ -197,43 +217,53 @@ func TestBeginValidationAndDuplicates(t *testing.T) {
 	if err := l.Finish(ctx, Record{Status: StatusSuccess}); !errors.Is(err, ErrInvalidRecord) {
 		t.Errorf("Finish without id: %v", err)
 	}
-	// A duplicate in the same batch as good ops fails alone.
-	l2 := openTest(t, Options{MaxDelay: 50 * time.Millisecond})
-	a, b := NewRequestID(), NewRequestID()
-	pa, pdup, pb := l2.Begin(Record{RequestID: a}), l2.Begin(Record{RequestID: a}), l2.Begin(Record{RequestID: b})
-	for i, p := range []*Pending{pa, pdup, pb} {
-		err := p.Wait(ctx)
-		if (i == 1) != errors.Is(err, ErrDuplicate) || (i != 1 && err != nil) {
-			t.Errorf("op %d: %v", i, err)
-		}
-	}
 }
 
-func TestCommittedOrdering(t *testing.T) {
-	l := openTest(t, Options{MaxBatch: 3})
-	ps := make([]*Pending, 300)
-	for i := range ps {
-		ps[i] = l.Begin(Record{RequestID: NewRequestID()})
-	}
-	// Whichever one we wait for, everything queued before it is committed.
-	for _, k := range rand.Perm(len(ps)) {
-		<-ps[k].Committed()
-		for j := 0; j < k; j++ {
-			select {
-			case <-ps[j].Committed():
-			default:
-				t.Fatalf("pending %d committed before pending %d", k, j)
+// Rows are gathered into one transaction, which a read ends at once: it
+// sees every record journaled before it.
+func TestReadsSeeEveryRecordJournaledBeforeThem(t *testing.T) {
+	l := openTest(t, gathering)
+	ctx := ctxT(t)
+	ids := make([]string, 100)
+	for i := range ids {
+		ids[i] = NewRequestID()
+		beginWait(t, l, Record{RequestID: ids[i], KeyID: "key-a"})
+		if i%2 == 0 {
+			if err := l.Finish(ctx, finalRecord(ids[i], "key-a")); err != nil {
+				t.Fatal(err)
 			}
 		}
 	}
-	for i, p := range ps {
-		if err := p.Err(); err != nil {
-			t.Fatalf("pending %d: %v", i, err)
-		}
+	start := time.Now()
+	total, by, err := l.Count(ctx)
+	if err != nil || total != 100 || by[StatusSuccess] != 50 || by[StatusInProgress] != 50 {
+		t.Fatalf("Count = %d %v, %v; want 50 final and 50 in progress", total, by, err)
 	}
-	if s := l.Stats(); s.Batches < 100 {
-		t.Errorf("MaxBatch 3 gave %d batches for 300 ops", s.Batches)
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the read waited %v: it must end the gathering", d)
 	}
+	if s := l.Stats(); s.Batches != 1 || s.Ops != 150 {
+		t.Fatalf("Stats = %+v, want 150 rows in 1 transaction", s)
+	}
+	// With nothing waiting for its row, a read does not sync.
+	if _, _, err := l.Count(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := l.Stats().Batches; n != 1 {
+		t.Fatalf("%d transactions after an idle read, want 1", n)
+	}
+}
+
+// A full batch ends the gathering: rows do not wait out the delay however
+// many pile up.
+func TestGatherEndsWithAFullBatch(t *testing.T) {
+	opts := gathering
+	opts.MaxBatch = 4
+	l := openTest(t, opts)
+	for range 4 {
+		beginWait(t, l, Record{RequestID: NewRequestID()})
+	}
+	waitUntil(t, 10*time.Second, "a full batch committed", func() bool { return l.Stats().Batches > 0 })
 }
 
 func TestConcurrentLoad(t *testing.T) {
@@ -247,13 +277,12 @@ func TestConcurrentLoad(t *testing.T) {
 			for i := w; i < total; i += workers {
 				id := NewRequestID()
 				key := []string{"key-a", "key-b"}[i%2]
-				p := l.Begin(Record{RequestID: id})
-				if err := l.Finish(ctx, finalRecord(id, key)); err != nil {
-					t.Errorf("Finish: %v", err)
+				if err := l.Begin(Record{RequestID: id}); err != nil {
+					t.Errorf("Begin: %v", err)
 					return
 				}
-				if err := p.Err(); err != nil {
-					t.Errorf("Begin: %v", err)
+				if err := l.Finish(ctx, finalRecord(id, key)); err != nil {
+					t.Errorf("Finish: %v", err)
 					return
 				}
 				ids <- id
@@ -307,24 +336,22 @@ func TestCloseDrainsAndSurvivesRestart(t *testing.T) {
 		}
 		finished = append(finished, r)
 	}
-	open := make([]*Pending, 500)
-	openIDs := make([]string, len(open))
-	for i := range open {
+	openIDs := make([]string, 500)
+	for i := range openIDs {
 		openIDs[i] = NewRequestID()
-		open[i] = l.Begin(Record{RequestID: openIDs[i], KeyID: "key-a"})
+		beginWait(t, l, Record{RequestID: openIDs[i], KeyID: "key-a"})
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for i, p := range open {
-		if err := p.Err(); err != nil {
-			t.Fatalf("queued Begin %d not drained by Close: %v", i, err)
-		}
+	// Close committed every row: the journal is empty.
+	if b, err := os.ReadFile(journalPath(path)); err != nil || len(b) != 0 {
+		t.Fatalf("journal after a clean Close: %d bytes, %v; want an empty file", len(b), err)
 	}
 	if err := l.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if err := l.Begin(Record{RequestID: NewRequestID()}).Err(); !errors.Is(err, ErrClosed) {
+	if err := l.Begin(Record{RequestID: NewRequestID()}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Begin after Close: %v", err)
 	}
 	if err := l.Finish(ctx, finalRecord(NewRequestID(), "k")); !errors.Is(err, ErrClosed) {
@@ -335,8 +362,8 @@ func TestCloseDrainsAndSurvivesRestart(t *testing.T) {
 	}
 
 	l = openAt(t, path, Options{})
-	if l.Recovered() != len(open) {
-		t.Fatalf("Recovered = %d, want %d", l.Recovered(), len(open))
+	if l.Recovered() != len(openIDs) {
+		t.Fatalf("Recovered = %d, want %d", l.Recovered(), len(openIDs))
 	}
 	for _, want := range finished {
 		got, err := l.Get(ctx, want.RequestID)
@@ -351,11 +378,11 @@ func TestCloseDrainsAndSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if by[StatusInterrupted] != len(open) || by[StatusSuccess] != len(finished) || by[StatusInProgress] != 0 {
+	if by[StatusInterrupted] != len(openIDs) || by[StatusSuccess] != len(finished) || by[StatusInProgress] != 0 {
 		t.Fatalf("after restart: %v", by)
 	}
 	// An interrupted record is final: a late Finish cannot rewrite it.
-	if err := l.Finish(ctx, finalRecord(openIDs[0], "key-a")); !errors.Is(err, ErrAlreadyFinished) {
+	if err := l.Finish(ctx, finalRecord(openIDs[0], "key-a")); err != nil {
 		t.Fatalf("Finish of an interrupted record: %v", err)
 	}
 	if got, err := l.Get(ctx, openIDs[0]); err != nil || got.Status != StatusInterrupted || got.FinishedAt.IsZero() {
@@ -376,23 +403,43 @@ func TestPing(t *testing.T) {
 	}
 }
 
-func TestFinishContextCancelled(t *testing.T) {
-	// Begin + Finish + Ping fill the batch; until Ping arrives nothing commits.
-	l := openTest(t, Options{MaxDelay: 10 * time.Second, MaxBatch: 3})
-	id := NewRequestID()
-	l.Begin(Record{RequestID: id})
+// A Finish whose row cannot be queued before its context ends (the queue
+// is full) has its record durable all the same: the next Open writes it.
+func TestFinishContextCancelledKeepsTheRecord(t *testing.T) {
+	path := dbPath(t)
+	l := openAt(t, path, Options{QueueSize: 1})
+	release := blockWriter(t, l)
+	ids := []string{NewRequestID(), ""}
+	beginWait(t, l, Record{RequestID: ids[0]})
+	waitUntil(t, 10*time.Second, "the writer takes the first Begin", func() bool { return l.Stats().Queued == 0 })
+	// The writer takes Begins until it waits for the lock; the next one
+	// stays in the queue, which is then full.
+	open := 1
+	for l.Stats().Queued == 0 {
+		ids[1] = NewRequestID()
+		beginWait(t, l, Record{RequestID: ids[1]})
+		open++
+		time.Sleep(10 * time.Millisecond)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if err := l.Finish(ctx, finalRecord(id, "key-a")); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Finish = %v, want DeadlineExceeded", err)
+	err := l.Finish(ctx, finalRecord(ids[1], "key-a"))
+	if !errors.Is(err, ErrQueueFull) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Finish = %v, want ErrQueueFull and DeadlineExceeded", err)
 	}
-	// The queued update still lands.
-	if err := l.Ping(ctxT(t)); err != nil {
-		t.Fatal(err)
+	if got := l.Stats().Unrecorded; got != 0 {
+		t.Fatalf("Unrecorded = %d for a journaled record", got)
 	}
-	got, err := l.Get(ctxT(t), id)
-	if err != nil || got.Status != StatusSuccess {
-		t.Fatalf("Get = %+v, %v", got, err)
+	release()
+	if err := l.Close(); err == nil {
+		t.Fatal("Close with a record without its row: want the error that keeps the journal")
+	}
+	l = openAt(t, path, Options{})
+	if got, err := l.Get(ctxT(t), ids[1]); err != nil || got.Status != StatusSuccess {
+		t.Fatalf("after reopening: %+v, %v; want the journaled final record", got, err)
+	}
+	if l.Recovered() != open-1 {
+		t.Fatalf("Recovered = %d, want %d (the Begins without a Finish)", l.Recovered(), open-1)
 	}
 }
 
@@ -417,4 +464,34 @@ func listAll(t *testing.T, l *Ledger, key string, limit int) []Record {
 		}
 		cursor = next
 	}
+}
+
+// blockWriter holds the database's write lock from a second connection
+// until release: the writer takes its next batch and waits in BEGIN
+// IMMEDIATE (up to its busy timeout, 5 s), and what is queued after it
+// stays queued.
+func blockWriter(t *testing.T, l *Ledger) (release func()) {
+	t.Helper()
+	ctx := ctxT(t)
+	side, err := sql.Open("sqlite", dsn(l.Path(), url.Values{"_pragma": {"busy_timeout(5000)"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := side.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			_, _ = conn.ExecContext(ctx, "ROLLBACK")
+			_ = conn.Close()
+			_ = side.Close()
+		})
+	}
+	t.Cleanup(release)
+	return release
 }
