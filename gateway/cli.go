@@ -13,12 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/resource"
-
 	"github.com/llmgw/llmgw/api/gatewaystatus"
 	"github.com/llmgw/llmgw/api/snapshot"
-	"github.com/llmgw/llmgw/gateway/gcfloor"
-	"github.com/llmgw/llmgw/gateway/logbuf"
 	"github.com/llmgw/llmgw/gateway/peers"
 	"github.com/llmgw/llmgw/gateway/source"
 )
@@ -37,16 +33,11 @@ func Main(ctx context.Context, args []string) error {
 	fs.DurationVar(&file.Interval, "reload-interval", time.Second, "how often to check the snapshot file for changes")
 	fs.StringVar(&cfg.DBPath, "db", "llmgw-usage.db", "SQLite usage ledger file (created if missing)")
 	fs.DurationVar(&cfg.Retention.MaxAge, "ledger-max-age", 90*24*time.Hour, "drop usage records older than this, oldest first, in the background; 0 keeps them")
-	fs.DurationVar(&cfg.LedgerBeginHold, "ledger-begin-hold", DefaultLedgerBeginHold, "how long a request's in_progress record waits in memory for its final version, so a short request costs one write instead of two; 0 writes each at once")
-	journal := fs.Bool("ledger-begin-journal", true, "with a begin hold, make each held in_progress record durable at once by appending it to <db>-begins (one write, no transaction): a crash loses none of them, and a stream's first byte needs no second transaction; false: a crash loses the held records of requests that had not sent a byte yet, and a stream writes its in_progress row before its first byte")
-	finishJournal := fs.Bool("ledger-finish-journal", true, "with the begin journal, make each request's final record durable by appending it to <db>-begins too, so the response waits for one write instead of a transaction; rows are committed in batches (--ledger-batch-delay) and every read of the ledger waits for the rows of the requests answered before it; false: every response waits for its row's commit")
-	fs.DurationVar(&cfg.LedgerBatchDelay, "ledger-batch-delay", DefaultLedgerBatchDelay, "with the finish journal, how long the ledger gathers final records into one transaction; a longer delay costs less CPU per record and leaves a record longer in the (unsynced) journal only; 0 commits whatever is queued at once")
 	fs.Int64Var(&cfg.Retention.MaxBytes, "ledger-max-bytes", 512<<20, "drop the oldest usage records while the ledger's live data is larger than this many bytes; 0: no size bound")
 	fs.BoolVar(&cfg.LedgerFailOpen, "ledger-fail-open", false, "serve chat requests while the usage ledger cannot commit (disk full, I/O error), counting each lost record in llmgw_usage_unrecorded_requests_total; default: refuse them with 503 usage_store_unavailable and turn /readyz false until a write succeeds")
 	fs.StringVar(&file.CredentialsDir, "credentials-dir", "", "standalone: the only directory credential.file references are read from (default: the snapshot file's directory)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests and streams may finish")
 	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
-	logFlush := fs.Duration("log-flush-interval", DefaultLogFlushInterval, "write Info and Debug log lines (one per request at info) together at most this long after the first of them, in one write instead of one each; a Warn or Error line is written at once with everything before it; a kill -9 loses at most this long of Info lines (the usage ledger, not the log, is the record of a request); 0 writes every line at once")
 	kubeMode := fs.Bool("kubernetes", false, "read the snapshot from a ConfigMap through the Kubernetes API (hot reload) instead of --snapshot")
 	ks := source.KubeConfig{}
 	fs.StringVar(&ks.Namespace, "namespace", envOr("POD_NAMESPACE", snapshot.DefaultNamespace), "with --kubernetes: namespace of the snapshot ConfigMap and provider Secrets (default $POD_NAMESPACE)")
@@ -64,9 +55,6 @@ func Main(ctx context.Context, args []string) error {
 	trusted := fs.String("trusted-proxies", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (empty: the TCP peer is the client)")
 	fs.IntVar(&cfg.ReadRPM, "read-rpm", 60, "per-key limit of GET /v1/usage and GET /v1/models together, a bucket apart from the key's chat bucket: requests per minute, or the key's own rate if larger")
 	fs.IntVar(&cfg.ReadBurst, "read-burst", 20, "per-key limit of GET /v1/usage and GET /v1/models: burst, or the key's own burst if larger")
-	fs.BoolVar(&cfg.ReleaseStartupPages, "release-startup-pages", true, "once serving, drop this process's mappings of the pages of its executable that only startup read (every linked package's init, the controller's libraries included); they stay in the page cache and come back on a read, so resident memory is the gateway's working set (Linux)")
-	idleRelease := fs.Duration("gc-idle-release", gcfloor.DefaultIdleRelease, "with --gc-heap-floor: how long allocation must stay quiet (under 256 KiB a second) before the heap the floor let grow is given back to the OS; traffic that comes back after a release first pays to fault those pages in again (0 to 1m)")
-	heapFloor := fs.String("gc-heap-floor", "8Mi", "let the heap grow to this much (a Kubernetes quantity) before the garbage collector runs while the live heap is small: fewer collections of the same static data under load; plain GOGC=100 pacing once the live heap is half of it or more; 0 turns it off, and a GOGC environment variable overrides it")
 	quotaFlags := addQuotaStoreFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: llmgw gateway --snapshot FILE [flags]\n       llmgw gateway --kubernetes [--namespace NS] [--configmap NAME] [flags]\n\nRuns the gateway data plane from a snapshot file (standalone mode) or from the\nsnapshot ConfigMap the controller writes (Kubernetes mode); both reload without a restart.\n\nFlags:")
@@ -77,40 +65,17 @@ func Main(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg.Profiling.Disabled = !*pprofOn
-	cfg.LedgerNoBeginJournal = !*journal
-	cfg.LedgerNoFinishJournal = !*finishJournal
-	if cfg.LedgerBatchDelay < 0 || cfg.LedgerBatchDelay > time.Second {
-		return errors.New("--ledger-batch-delay must be between 0 and 1s")
-	}
 	if cfg.TrustedProxies, err = parseCIDRs(*trusted); err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
 	}
 	if cfg.ClientIPRPM < 0 || cfg.ClientIPBurst < 0 || cfg.ReadRPM < 0 || cfg.ReadBurst < 0 {
 		return errors.New("--ip-rpm, --ip-burst, --read-rpm and --read-burst must be ≥ 0")
 	}
-	if *logFlush < 0 || *logFlush > 10*time.Second {
-		return errors.New("--log-flush-interval must be between 0 and 10s")
-	}
-	log, logOut, err := NewLogger(*level, *logFlush)
+	log, err := NewLogger(*level)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = logOut.Flush() }() // what is still buffered when the gateway stops
 	cfg.Logger = log
-	floor, err := resource.ParseQuantity(*heapFloor)
-	if err != nil {
-		return fmt.Errorf("--gc-heap-floor: %w", err)
-	}
-	if floor.Sign() < 0 || floor.Cmp(resource.MustParse("1Gi")) > 0 {
-		return fmt.Errorf("--gc-heap-floor %s: must be between 0 and 1Gi", floor.String())
-	}
-	if *idleRelease < 0 || *idleRelease > time.Minute {
-		return errors.New("--gc-idle-release must be between 0 and 1m")
-	}
-	if t := gcfloor.Start(uint64(floor.Value()), *idleRelease, os.Getenv("GOGC")); t != nil {
-		defer t.Stop()
-		log.Debug("gc heap floor on", "floor_bytes", floor.Value(), "gogc", t.Percent())
-	}
 	if err := configurePeers(&cfg, pc, *peerTokenFile); err != nil {
 		return err
 	}
@@ -165,21 +130,14 @@ func envOr(name, def string) string {
 	return def
 }
 
-// DefaultLogFlushInterval is how long the gateway may keep Info log lines
-// before writing them (logbuf): at 1,000 requests a second, one write(2)
-// for a hundred request lines instead of one each.
-const DefaultLogFlushInterval = 100 * time.Millisecond
-
-// NewLogger is the JSON logger on stderr every llmgw process uses. With a
-// flush interval > 0 its lines go out in batches (logbuf); the caller
-// flushes the returned writer on its way out.
-func NewLogger(level string, flush time.Duration) (*slog.Logger, *logbuf.Writer, error) {
+// NewLogger is the JSON logger on stderr of the gateway and the local stack,
+// at level (debug, info, warn or error).
+func NewLogger(level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, nil, fmt.Errorf("--log-level: %w", err)
+		return nil, fmt.Errorf("--log-level: %w", err)
 	}
-	w := logbuf.New(os.Stderr, flush)
-	return slog.New(logbuf.Handler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}), w)), w, nil
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
 }
 
 // configurePeers turns the --peers-* flags into cfg.Peers and cfg.PeerToken.

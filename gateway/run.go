@@ -33,23 +33,9 @@ type Config struct {
 	Source source.Source
 	DBPath string
 	// Retention bounds the usage ledger by age and size (zero: keep all).
-	Retention usage.Retention
-	// LedgerBeginHold: see usage.Options.BeginHold (the flag's default is
-	// DefaultLedgerBeginHold; zero here writes every Begin at once).
-	LedgerBeginHold time.Duration
-	// LedgerNoBeginJournal turns off the begin journal
-	// (usage.Options.BeginJournal), which is on by default with a hold.
-	LedgerNoBeginJournal bool
-	// LedgerNoFinishJournal makes each request wait for its final row's
-	// transaction instead of its journal line (usage.Options.FinishJournal,
-	// on by default with the begin journal).
-	LedgerNoFinishJournal bool
-	// LedgerBatchDelay is how long the ledger gathers journaled final
-	// records into one transaction (usage.Options.BatchDelay); the flag's
-	// default is DefaultLedgerBatchDelay.
-	LedgerBatchDelay time.Duration
-	DrainTimeout     time.Duration
-	Logger           *slog.Logger
+	Retention    usage.Retention
+	DrainTimeout time.Duration
+	Logger       *slog.Logger
 	// Peers, when set, makes GET /v1/usage merge the sibling replicas'
 	// records; PeerToken is what siblings must present on the management
 	// port's peer endpoint (which needs MgmtAddr).
@@ -68,27 +54,7 @@ type Config struct {
 	// QuotaStore shares the quota counters between replicas (empty URL:
 	// each replica counts in its own memory).
 	QuotaStore QuotaStore
-	// ReleaseStartupPages drops, once the gateway serves, the pages of its
-	// executable that only startup read (see gateway/residency).
-	ReleaseStartupPages bool
 }
-
-// DefaultLedgerBeginHold is how long the ledger keeps a request's Begin in
-// memory by default: long enough for a fast model's answer, so most
-// requests cost the ledger one insert (usage.Options.BeginHold).
-const DefaultLedgerBeginHold = 20 * time.Millisecond
-
-// DefaultLedgerBatchDelay is how long the ledger gathers journaled final
-// records into one transaction by default: at a few thousand requests a
-// second, tens of rows share the B-tree pages and the WAL frames of one
-// commit, while a row still reaches the database well inside the second a
-// WAL checkpoint's fsync takes to come round (docs/PRD.md, decision 14).
-// 20 ms rather than 5: at c=8 streams a commit then holds ≈ 85 rows
-// instead of ≈ 21, and the WAL frames and locks of a commit (0.9 system
-// calls a request at 5 ms) are shared four times as widely; a ledger read
-// never waits it out (docs/BENCHMARK.md, "the heap floor and the batch
-// delay").
-const DefaultLedgerBatchDelay = 20 * time.Millisecond
 
 // Gateway is a started gateway process: its ledger, its data plane and the
 // listeners serving it.
@@ -148,8 +114,6 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	}()
 	journalLag := newJournalLagHistogram()
 	g.Ledger, err = usage.Open(ctx, cfg.DBPath, usage.Options{Logger: log, Retention: cfg.Retention,
-		BeginHold: cfg.LedgerBeginHold, BeginJournal: !cfg.LedgerNoBeginJournal,
-		FinishJournal: !cfg.LedgerNoFinishJournal, BatchDelay: cfg.LedgerBatchDelay,
 		JournalLag: func(d time.Duration) { journalLag.Observe(d.Seconds()) }})
 	if err != nil {
 		return nil, fmt.Errorf("opening usage ledger: %w", err)
@@ -238,9 +202,6 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		return nil, err
 	}
 	log.Info("gateway serving", "addr", g.Addr, "mgmt_addr", cfg.MgmtAddr, "snapshot", g.Server.Version())
-	if cfg.ReleaseStartupPages {
-		releaseStartupPages(log)
-	}
 	return g, nil
 }
 

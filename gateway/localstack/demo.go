@@ -33,19 +33,3 @@ func Demo(alphaURL, betaURL, keyA, keyB string) *snapshot.Snapshot {
 		},
 	}
 }
-
-// ForBenchmarks edits the demo for benchmarks: alias model routes to mock
-// alpha's model of the same name without fallback, so a request body is
-// byte-for-byte the same sent to the mock or through the gateway, and every
-// key's limiter is out of reach (~1.7M requests/s sustained, 1M burst).
-func ForBenchmarks(model string) func(*snapshot.Snapshot) {
-	return func(s *snapshot.Snapshot) {
-		zero := 0
-		s.Aliases = append(s.Aliases, snapshot.Alias{Name: model,
-			Primary: snapshot.Route{Provider: "alpha", Model: model}, MaxFallbacks: &zero})
-		for i := range s.Keys {
-			s.Keys[i].Models = append(s.Keys[i].Models, model)
-			s.Keys[i].RateLimit = snapshot.RateLimit{RPM: 100_000_000, Burst: 1_000_000}
-		}
-	}
-}

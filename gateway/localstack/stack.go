@@ -48,17 +48,7 @@ type Options struct {
 	Mock           func(*mockproviders.Options)
 	ReloadInterval time.Duration // snapshot file poll; 0 means one second
 	DrainTimeout   time.Duration // 0 means ten seconds
-	// LedgerBeginHold: 0 means the gateway's default
-	// (gateway.DefaultLedgerBeginHold); negative writes every Begin at once.
-	LedgerBeginHold time.Duration
-	// LedgerNoBeginJournal: gateway.Config.LedgerNoBeginJournal.
-	LedgerNoBeginJournal bool
-	// LedgerNoFinishJournal: gateway.Config.LedgerNoFinishJournal.
-	LedgerNoFinishJournal bool
-	// LedgerBatchDelay: 0 means the gateway's default
-	// (gateway.DefaultLedgerBatchDelay); negative commits at once.
-	LedgerBatchDelay time.Duration
-	Logger           *slog.Logger
+	Logger         *slog.Logger
 }
 
 // Stack is a running local stack.
@@ -78,7 +68,7 @@ type Stack struct {
 
 // Start brings up both mocks, writes the demo snapshot and starts the
 // gateway on it. Close (or ctx ending, then Close) stops everything.
-func Start(ctx context.Context, opts Options) (st *Stack, err error) {
+func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if opts.Dir == "" {
 		return nil, errors.New("localstack: a state directory is required")
 	}
@@ -89,7 +79,9 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 		return nil, fmt.Errorf("creating state dir: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	st = &Stack{cancel: cancel, done: make(chan struct{}),
+	// The cleanup holds st, never the named result, which an error return
+	// sets to nil.
+	st := &Stack{cancel: cancel, done: make(chan struct{}),
 		SnapshotPath: filepath.Join(opts.Dir, snapshotFile), DBPath: filepath.Join(opts.Dir, usageDBFile)}
 	defer func() {
 		if err != nil {
@@ -139,19 +131,9 @@ func Start(ctx context.Context, opts Options) (st *Stack, err error) {
 	if drain <= 0 {
 		drain = 10 * time.Second
 	}
-	hold := opts.LedgerBeginHold
-	if hold == 0 {
-		hold = gateway.DefaultLedgerBeginHold
-	}
-	delay := opts.LedgerBatchDelay
-	if delay == 0 {
-		delay = gateway.DefaultLedgerBatchDelay
-	}
 	st.Gateway, err = gateway.Start(ctx, gateway.Config{Addr: orLoopback(opts.Addr), MgmtAddr: opts.MgmtAddr,
 		Source: source.File{Path: st.SnapshotPath, Interval: interval},
-		DBPath: st.DBPath, DrainTimeout: drain, Logger: opts.Logger, LedgerBeginHold: max(hold, 0),
-		LedgerNoBeginJournal: opts.LedgerNoBeginJournal, LedgerNoFinishJournal: opts.LedgerNoFinishJournal,
-		LedgerBatchDelay: max(delay, 0)})
+		DBPath: st.DBPath, DrainTimeout: drain, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}

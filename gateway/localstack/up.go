@@ -49,9 +49,7 @@ func UpMain(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	// Unbuffered: the local stack logs at warn by default, so nothing is
-	// written per request anyway.
-	log, _, err := gateway.NewLogger(*level, 0)
+	log, err := gateway.NewLogger(*level)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
@@ -423,6 +424,7 @@ func TestGatewayStatefulSet(t *testing.T) {
 				e.ValueFrom.FieldRef.FieldPath != "metadata.namespace" {
 				t.Errorf("POD_NAMESPACE is not from the downward API: %+v", e)
 			}
+			checkGoMemLimit(t, c)
 			probe := func(p *corev1.Probe, path string) {
 				t.Helper()
 				if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != path || p.HTTPGet.Port != intstr.FromString("http") {
@@ -502,6 +504,26 @@ func TestMockProviders(t *testing.T) {
 				checkSecretVolume(t, d.Spec.Template.Spec, "upstream-key", tc.keySecret, "apiKey")
 			})
 		}
+	}
+}
+
+// checkGoMemLimit: the gateway's Go runtime has a soft memory limit below
+// the container's (80 to 95% of it), room left for what the runtime does not
+// count.
+func checkGoMemLimit(t *testing.T, c corev1.Container) {
+	t.Helper()
+	e, lim := env(c, "GOMEMLIMIT"), c.Resources.Limits.Memory()
+	if e == nil || e.Value == "" || lim.IsZero() {
+		t.Errorf("GOMEMLIMIT %+v with memory limit %v: want both set", e, lim)
+		return
+	}
+	q, err := resource.ParseQuantity(strings.TrimSuffix(e.Value, "B")) // Go's "460MiB" is Kubernetes' "460Mi"
+	if err != nil {
+		t.Errorf("GOMEMLIMIT %q: %v", e.Value, err)
+		return
+	}
+	if q.Value() < lim.Value()*80/100 || q.Value() > lim.Value()*95/100 {
+		t.Errorf("GOMEMLIMIT %s against a memory limit of %s: want 80 to 95%% of it", e.Value, lim)
 	}
 }
 
@@ -701,6 +723,12 @@ func TestHelmValues(t *testing.T) {
 				if !slices.Contains(c, want) {
 					t.Errorf("controller args %v lack %s", c, want)
 				}
+			}
+		}},
+		{"no GOMEMLIMIT", []string{"gateway.goMemLimit="}, func(t *testing.T, in install) {
+			c := in.get(t, "StatefulSet", "llmgw-gateway").Obj.(*appsv1.StatefulSet).Spec.Template.Spec.Containers[0]
+			if e := env(c, "GOMEMLIMIT"); e != nil {
+				t.Errorf("GOMEMLIMIT %+v set with gateway.goMemLimit empty", e)
 			}
 		}},
 	} {
