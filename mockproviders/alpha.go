@@ -1,10 +1,13 @@
 package mockproviders
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/llmgw/llmgw/api/wire/openai"
 )
 
 // mockCreated is the fixed "created" timestamp (2026-01-01T00:00:00Z): a clock
@@ -21,30 +24,18 @@ func (alphaProto) authorized(r *http.Request, want []byte) bool {
 	return ok && strings.EqualFold(scheme, "Bearer") && keyMatches(strings.TrimSpace(key), want)
 }
 
-type alphaRequest struct {
-	Model    string `json:"model"`
-	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	} `json:"messages"`
-	Stream        bool `json:"stream"`
-	StreamOptions *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	N                   *int            `json:"n"`
-	Stop                json.RawMessage `json:"stop"`
-	// Decoded only so a wrongly typed value is a 400, as with the real API.
-	Temperature *float64 `json:"temperature"`
-	TopP        *float64 `json:"top_p"`
-	User        *string  `json:"user"`
+// alphaPart is a content part's type and text.
+func alphaPart(p openai.ContentPart) (typ, text string) {
+	if p.Text != nil {
+		text = *p.Text
+	}
+	return p.Type, text
 }
 
 var alphaRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true}
 
 func (alphaProto) parse(body []byte) (*chatRequest, *apiError) {
-	var in alphaRequest
+	var in openai.ChatCompletionRequest
 	if err := decodeStrict(body, &in); err != nil {
 		return nil, badRequest("", "invalid JSON body: %v", err)
 	}
@@ -54,7 +45,7 @@ func (alphaProto) parse(body []byte) (*chatRequest, *apiError) {
 	if len(in.Messages) == 0 {
 		return nil, badRequest("messages", "messages must be a non-empty array")
 	}
-	req := &chatRequest{model: in.Model, stream: in.Stream}
+	req := &chatRequest{model: in.Model, stream: in.Stream != nil && *in.Stream}
 	if in.User != nil {
 		req.user = *in.User
 	}
@@ -62,17 +53,17 @@ func (alphaProto) parse(body []byte) (*chatRequest, *apiError) {
 		if !alphaRoles[m.Role] {
 			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role %q is not one of system, developer, user, assistant, tool", i, m.Role)
 		}
-		texts, e := decodeContent(m.Content, fmt.Sprintf("messages[%d].content", i))
+		texts, e := decodeContent(m.Content, fmt.Sprintf("messages[%d].content", i), alphaPart)
 		if e != nil {
 			return nil, e
 		}
 		req.messages = append(req.messages, message{role: m.Role, texts: texts})
 	}
 	if in.StreamOptions != nil {
-		if !in.Stream {
+		if !req.stream {
 			return nil, badRequest("stream_options", "stream_options is only allowed when stream is true")
 		}
-		req.includeUsage = in.StreamOptions.IncludeUsage
+		req.includeUsage = in.StreamOptions.IncludeUsage != nil && *in.StreamOptions.IncludeUsage
 	}
 	// max_completion_tokens is the newer name; it wins when both are sent.
 	for _, f := range []struct {
@@ -98,17 +89,6 @@ func (alphaProto) parse(body []byte) (*chatRequest, *apiError) {
 	return req, nil
 }
 
-type alphaErrorBody struct {
-	Error alphaError `json:"error"`
-}
-
-type alphaError struct {
-	Message string  `json:"message"`
-	Type    string  `json:"type"`
-	Param   *string `json:"param"`
-	Code    *string `json:"code"`
-}
-
 func strPtr(s string) *string {
 	if s == "" {
 		return nil
@@ -117,7 +97,7 @@ func strPtr(s string) *string {
 }
 
 // alphaErrorFor picks type and code from the status, as OpenAI clients branch on them.
-func alphaErrorFor(e *apiError) alphaErrorBody {
+func alphaErrorFor(e *apiError) openai.ErrorResponse {
 	typ, code := "invalid_request_error", ""
 	switch {
 	case e.status == http.StatusUnauthorized:
@@ -133,37 +113,25 @@ func alphaErrorFor(e *apiError) alphaErrorBody {
 	case e.status >= 500:
 		typ, code = "server_error", "server_error"
 	}
-	return alphaErrorBody{alphaError{Message: e.message, Type: typ, Param: strPtr(e.param), Code: strPtr(code)}}
+	c := jsontext.Value("null")
+	if code != "" {
+		c = openai.Text(code)
+	}
+	return openai.ErrorResponse{Error: openai.ErrorDetail{Message: e.message, Type: typ, Code: c, Param: strPtr(e.param)}}
 }
 
 func (alphaProto) writeError(w http.ResponseWriter, e *apiError) {
 	writeJSON(w, e.status, alphaErrorFor(e))
 }
 
-type alphaUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-	// The details appear when a directive asks for cached or reasoning
-	// tokens, so answers without one keep their bytes.
-	PromptTokensDetails     *alphaPromptDetails     `json:"prompt_tokens_details,omitempty"`
-	CompletionTokensDetails *alphaCompletionDetails `json:"completion_tokens_details,omitempty"`
-}
-
-type alphaPromptDetails struct {
-	CachedTokens int `json:"cached_tokens"`
-}
-
-type alphaCompletionDetails struct {
-	ReasoningTokens int `json:"reasoning_tokens"`
-}
-
-func usageOf(x *exchange) *alphaUsage {
+// usageOf is the usage of x. The details appear when a directive asks for
+// cached or reasoning tokens, so answers without one keep their bytes.
+func usageOf(x *exchange) *openai.Usage {
 	u := x.usage()
-	out := &alphaUsage{PromptTokens: u.input, CompletionTokens: u.output, TotalTokens: u.input + u.output}
+	out := &openai.Usage{PromptTokens: u.input, CompletionTokens: u.output, TotalTokens: u.input + u.output}
 	if x.fault.Has("cached_tokens") || x.fault.Has("reasoning_tokens") {
-		out.PromptTokensDetails = &alphaPromptDetails{CachedTokens: u.cached}
-		out.CompletionTokensDetails = &alphaCompletionDetails{ReasoningTokens: u.reasoning}
+		out.PromptTokensDetails = &openai.PromptTokensDetails{CachedTokens: u.cached}
+		out.CompletionTokensDetails = &openai.CompletionTokensDetails{ReasoningTokens: u.reasoning}
 	}
 	return out
 }
@@ -175,82 +143,41 @@ func alphaFinish(a *answer) string {
 	return "stop"
 }
 
-type alphaCompletion struct {
-	ID      string        `json:"id"`
-	Object  string        `json:"object"`
-	Created int64         `json:"created"`
-	Model   string        `json:"model"`
-	Choices []alphaChoice `json:"choices"`
-	Usage   *alphaUsage   `json:"usage,omitempty"`
-}
-
-type alphaChoice struct {
-	Index        int          `json:"index"`
-	Message      alphaMessage `json:"message"`
-	FinishReason string       `json:"finish_reason"`
-}
-
-type alphaMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
 func (alphaProto) jsonBody(x *exchange) []byte {
-	out := alphaCompletion{
-		ID: "chatcmpl-" + x.ans.id, Object: "chat.completion", Created: mockCreated, Model: x.ans.model,
-		Choices: []alphaChoice{{Message: alphaMessage{Role: "assistant", Content: x.ans.text}, FinishReason: alphaFinish(x.ans)}},
+	out := openai.ChatCompletion{
+		ID: "chatcmpl-" + x.ans.id, Object: openai.ObjectCompletion, Created: mockCreated, Model: x.ans.model,
+		Choices: []openai.Choice{{Message: openai.ResponseMessage{Role: "assistant", Content: x.ans.text}, FinishReason: alphaFinish(x.ans)}},
 	}
 	if !x.noUsage {
 		out.Usage = usageOf(x)
 	}
-	b, _ := json.Marshal(out)
-	return append(b, '\n')
-}
-
-type alphaChunk struct {
-	ID      string             `json:"id"`
-	Object  string             `json:"object"`
-	Created int64              `json:"created"`
-	Model   string             `json:"model"`
-	Choices []alphaChunkChoice `json:"choices"`
-	Usage   *alphaUsage        `json:"usage,omitempty"`
-}
-
-type alphaChunkChoice struct {
-	Index        int        `json:"index"`
-	Delta        alphaDelta `json:"delta"`
-	FinishReason *string    `json:"finish_reason"`
-}
-
-type alphaDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	return append(marshal(out), '\n')
 }
 
 func alphaEvent(v any) []byte {
-	b, _ := json.Marshal(v)
-	return append(append([]byte("data: "), b...), '\n', '\n')
+	return append(append([]byte("data: "), marshal(v)...), '\n', '\n')
 }
 
-func (x *exchange) alphaChunk(choices []alphaChunkChoice, usage *alphaUsage) []byte {
-	return alphaEvent(alphaChunk{ID: "chatcmpl-" + x.ans.id, Object: "chat.completion.chunk", Created: mockCreated, Model: x.ans.model, Choices: choices, Usage: usage})
+func (x *exchange) alphaChunk(choices []openai.ChunkChoice, usage *openai.Usage) []byte {
+	return alphaEvent(openai.ChatCompletionChunk{ID: "chatcmpl-" + x.ans.id, Object: openai.ObjectChunk, Created: mockCreated,
+		Model: x.ans.model, Choices: choices, Usage: openai.ChunkUsage{Usage: usage}})
 }
 
 func (alphaProto) streamHead(x *exchange) [][]byte {
 	empty := ""
-	return [][]byte{x.alphaChunk([]alphaChunkChoice{{Delta: alphaDelta{Role: "assistant", Content: &empty}}}, nil)}
+	return [][]byte{x.alphaChunk([]openai.ChunkChoice{{Delta: openai.Delta{Role: "assistant", Content: &empty}}}, nil)}
 }
 
 func (alphaProto) streamPiece(x *exchange, piece string) []byte {
-	return x.alphaChunk([]alphaChunkChoice{{Delta: alphaDelta{Content: &piece}}}, nil)
+	return x.alphaChunk([]openai.ChunkChoice{{Delta: openai.Delta{Content: &piece}}}, nil)
 }
 
 func (alphaProto) streamTail(x *exchange) ([][]byte, bool) {
 	finish := alphaFinish(x.ans)
-	evs := [][]byte{x.alphaChunk([]alphaChunkChoice{{FinishReason: &finish}}, nil)}
+	evs := [][]byte{x.alphaChunk([]openai.ChunkChoice{{FinishReason: &finish}}, nil)}
 	withUsage := x.req.includeUsage && !x.noUsage
 	if withUsage {
-		evs = append(evs, x.alphaChunk([]alphaChunkChoice{}, usageOf(x)))
+		evs = append(evs, x.alphaChunk([]openai.ChunkChoice{}, usageOf(x)))
 	}
 	return append(evs, []byte("data: [DONE]\n\n")), withUsage
 }

@@ -2,10 +2,11 @@ package mockproviders
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // apiError is a rejection in protocol-neutral form; each flavor renders it in
@@ -20,54 +21,49 @@ func badRequest(param, format string, args ...any) *apiError {
 	return &apiError{status: 400, message: fmt.Sprintf(format, args...), param: param}
 }
 
-// textPart is the one content-block shape both protocols share.
-type textPart struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-// decodeContent accepts a string or an array of {"type":"text","text":...} parts,
-// the two forms both protocols allow; null or absent is no text (assistant turns
-// with tool calls have none). Non-text parts are refused rather than ignored so a
-// test never silently loses input tokens.
-func decodeContent(raw json.RawMessage, param string) ([]string, *apiError) {
+// decodeContent accepts a string or an array of text parts, the two forms
+// both protocols allow (part reads a part's type and text); null or absent
+// is no text (assistant turns with tool calls have none). Non-text parts are
+// refused rather than ignored so a test never silently loses input tokens.
+func decodeContent[P any](raw jsontext.Value, param string, part func(P) (typ, text string)) ([]string, *apiError) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
 	if raw[0] == '"' {
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := unmarshal(raw, &s); err != nil {
 			return nil, badRequest(param, "%s: %v", param, err)
 		}
 		return []string{s}, nil
 	}
-	var parts []textPart
-	if err := json.Unmarshal(raw, &parts); err != nil {
+	var parts []P
+	if err := unmarshal(raw, &parts); err != nil {
 		return nil, badRequest(param, "%s must be a string or an array of text parts", param)
 	}
 	texts := make([]string, 0, len(parts))
 	for i, p := range parts {
-		if p.Type != "text" {
-			return nil, badRequest(param, "%s[%d].type %q is not supported by the mock (only \"text\")", param, i, p.Type)
+		typ, text := part(p)
+		if typ != "text" {
+			return nil, badRequest(param, "%s[%d].type %q is not supported by the mock (only \"text\")", param, i, typ)
 		}
-		texts = append(texts, p.Text)
+		texts = append(texts, text)
 	}
 	return texts, nil
 }
 
 // decodeStops accepts a string or an array of strings (OpenAI's stop field).
-func decodeStops(raw json.RawMessage, param string) ([]string, *apiError) {
+func decodeStops(raw jsontext.Value, param string) ([]string, *apiError) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
 	var one string
-	if err := json.Unmarshal(raw, &one); err == nil {
+	if err := unmarshal(raw, &one); err == nil {
 		return []string{one}, nil
 	}
 	var many []string
-	if err := json.Unmarshal(raw, &many); err != nil {
+	if err := unmarshal(raw, &many); err != nil {
 		return nil, badRequest(param, "%s must be a string or an array of strings", param)
 	}
 	return many, nil
@@ -83,19 +79,6 @@ func checkModel(model string) *apiError {
 	}
 	if len(model) > maxModelLen || strings.IndexFunc(model, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
 		return badRequest("model", "model must be at most %d characters without whitespace", maxModelLen)
-	}
-	return nil
-}
-
-// decodeStrict decodes one JSON object and reports trailing data, which real
-// vendors reject too.
-func decodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("unexpected data after the JSON object")
 	}
 	return nil
 }

@@ -4,13 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/llmgw/llmgw/api/wire/anthropic"
+	"github.com/llmgw/llmgw/api/wire/openai"
 )
 
 // flavors is the outer loop of most tests: every behaviour is checked on both protocols.
@@ -68,47 +73,63 @@ func (s reqSpec) body(fl Flavor) []byte {
 	if model == "" {
 		model = string(fl) + "-large"
 	}
-	var msgs []map[string]any
-	if fl == Alpha && s.system != "" {
-		msgs = append(msgs, map[string]any{"role": "system", "content": s.system})
-	}
+	type turn struct{ role, text string }
+	var turns []turn
 	for i, h := range s.history {
 		role := "user"
 		if i%2 == 1 {
 			role = "assistant"
 		}
-		msgs = append(msgs, map[string]any{"role": role, "content": h})
+		turns = append(turns, turn{role, h})
 	}
-	msgs = append(msgs, map[string]any{"role": "user", "content": s.user})
-	b := map[string]any{"model": model, "messages": msgs}
-	if s.stream {
-		b["stream"] = true
-	}
+	turns = append(turns, turn{"user", s.user})
+	var v any
 	switch fl {
 	case Alpha:
+		r := openai.ChatCompletionRequest{Model: model}
+		if s.system != "" {
+			r.Messages = append(r.Messages, openai.Message{Role: "system", Content: openai.Text(s.system)})
+		}
+		for _, m := range turns {
+			r.Messages = append(r.Messages, openai.Message{Role: m.role, Content: openai.Text(m.text)})
+		}
+		if s.stream {
+			r.Stream = ptr(true)
+		}
 		if s.includeUsage {
-			b["stream_options"] = map[string]any{"include_usage": true}
+			r.StreamOptions = &openai.StreamOptions{IncludeUsage: ptr(true)}
 		}
 		if s.maxTokens > 0 {
-			b["max_tokens"] = s.maxTokens
+			r.MaxTokens = ptr(s.maxTokens)
 		}
 		if s.stops != nil {
-			b["stop"] = s.stops
+			r.Stop = mustMarshal(s.stops)
 		}
+		v = r
 	case Beta:
-		b["max_tokens"] = 1000
+		r := anthropic.MessagesRequest{Model: model, MaxTokens: ptr(1000), Stream: s.stream, StopSequences: s.stops}
 		if s.maxTokens > 0 {
-			b["max_tokens"] = s.maxTokens
+			r.MaxTokens = ptr(s.maxTokens)
 		}
 		if s.system != "" {
-			b["system"] = s.system
+			r.System = anthropic.Text(s.system)
 		}
-		if s.stops != nil {
-			b["stop_sequences"] = s.stops
+		for _, m := range turns {
+			r.Messages = append(r.Messages, anthropic.Message{Role: m.role, Content: anthropic.Text(m.text)})
 		}
+		v = r
 	}
-	out, _ := json.Marshal(b)
-	return out
+	return mustMarshal(v)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func mustMarshal(v any) []byte {
+	b, err := jsonv2.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 type result struct {
@@ -153,7 +174,7 @@ func (m *mock) calls(t *testing.T) Calls {
 	}
 	defer resp.Body.Close()
 	var c Calls
-	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+	if err := jsonv2.UnmarshalRead(resp.Body, &c); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -206,25 +227,16 @@ func contentPieces(t *testing.T, fl Flavor, evs []sseEvent) []string {
 			if e.data == "[DONE]" || strings.HasPrefix(e.data, `{"error"`) {
 				continue
 			}
-			var c struct {
-				Choices []struct {
-					Delta struct {
-						Role    string  `json:"role"`
-						Content *string `json:"content"`
-					} `json:"delta"`
-				} `json:"choices"`
-			}
+			var c openai.ChatCompletionChunk
 			mustUnmarshal(t, e.data, &c)
 			if len(c.Choices) == 1 && c.Choices[0].Delta.Content != nil && c.Choices[0].Delta.Role == "" {
 				out = append(out, *c.Choices[0].Delta.Content)
 			}
 		case Beta:
-			if e.name != "content_block_delta" {
+			if e.name != anthropic.EventContentBlockDelta {
 				continue
 			}
-			var d struct {
-				Delta struct{ Text string } `json:"delta"`
-			}
+			var d anthropic.ContentBlockDelta
 			mustUnmarshal(t, e.data, &d)
 			out = append(out, d.Delta.Text)
 		}
@@ -234,12 +246,12 @@ func contentPieces(t *testing.T, fl Flavor, evs []sseEvent) []string {
 
 func mustUnmarshal(t *testing.T, s string, v any) {
 	t.Helper()
-	if err := json.Unmarshal([]byte(s), v); err != nil {
+	if err := jsonv2.Unmarshal([]byte(s), v); err != nil {
 		t.Fatalf("unmarshal %q: %v", s, err)
 	}
 }
 
-// answerText returns the text and usage of a JSON answer of either protocol.
+// jsonAnswer is the text and usage of a JSON answer of either protocol.
 type jsonAnswer struct {
 	text         string
 	finish       string
@@ -247,7 +259,7 @@ type jsonAnswer struct {
 	usagePresent bool
 	model        string
 	stopSequence *string
-	rawTopLevel  map[string]json.RawMessage
+	rawTopLevel  map[string]jsontext.Value
 }
 
 func decodeAnswer(t *testing.T, fl Flavor, body []byte) jsonAnswer {
@@ -257,42 +269,31 @@ func decodeAnswer(t *testing.T, fl Flavor, body []byte) jsonAnswer {
 	_, a.usagePresent = a.rawTopLevel["usage"]
 	switch fl {
 	case Alpha:
-		var r struct {
-			Model   string
-			Choices []struct {
-				Message      struct{ Content string }
-				FinishReason string `json:"finish_reason"`
-			}
-			Usage struct {
-				PromptTokens     int `json:"prompt_tokens"`
-				CompletionTokens int `json:"completion_tokens"`
-				TotalTokens      int `json:"total_tokens"`
-			}
-		}
+		var r openai.ChatCompletion
 		mustUnmarshal(t, string(body), &r)
 		if len(r.Choices) != 1 {
 			t.Fatalf("choices: %s", body)
 		}
-		if a.usagePresent && r.Usage.TotalTokens != r.Usage.PromptTokens+r.Usage.CompletionTokens {
-			t.Fatalf("total_tokens mismatch: %s", body)
-		}
-		a.text, a.finish, a.in, a.out, a.model = r.Choices[0].Message.Content, r.Choices[0].FinishReason, r.Usage.PromptTokens, r.Usage.CompletionTokens, r.Model
-	case Beta:
-		var r struct {
-			Model   string
-			Content []struct{ Type, Text string }
-			Stop    string  `json:"stop_reason"`
-			StopSeq *string `json:"stop_sequence"`
-			Usage   struct {
-				In  int `json:"input_tokens"`
-				Out int `json:"output_tokens"`
+		if u := r.Usage; u != nil {
+			if u.TotalTokens != u.PromptTokens+u.CompletionTokens {
+				t.Fatalf("total_tokens mismatch: %s", body)
 			}
+			a.in, a.out = u.PromptTokens, u.CompletionTokens
 		}
+		a.text, a.finish, a.model = r.Choices[0].Message.Content, r.Choices[0].FinishReason, r.Model
+	case Beta:
+		var r anthropic.MessageResponse
 		mustUnmarshal(t, string(body), &r)
-		if len(r.Content) != 1 || r.Content[0].Type != "text" {
-			t.Fatalf("content: %s", body)
+		if len(r.Content) != 1 || r.Content[0].Type != anthropic.BlockText || r.StopReason == nil {
+			t.Fatalf("content or stop_reason: %s", body)
 		}
-		a.text, a.finish, a.in, a.out, a.model, a.stopSequence = r.Content[0].Text, r.Stop, r.Usage.In, r.Usage.Out, r.Model, r.StopSeq
+		if u := r.Usage; u != nil {
+			if u.InputTokens == nil || u.OutputTokens == nil {
+				t.Fatalf("usage without input or output tokens: %s", body)
+			}
+			a.in, a.out = *u.InputTokens, *u.OutputTokens
+		}
+		a.text, a.finish, a.model, a.stopSequence = r.Content[0].Text, *r.StopReason, r.Model, r.StopSequence
 	}
 	return a
 }
@@ -302,26 +303,13 @@ func errorType(t *testing.T, fl Flavor, body []byte) (typ, code, msg string) {
 	t.Helper()
 	switch fl {
 	case Alpha:
-		var e struct {
-			Error struct {
-				Message string
-				Type    string
-				Param   *string
-				Code    *string
-			}
-		}
+		var e openai.ErrorResponse
 		mustUnmarshal(t, string(body), &e)
-		if e.Error.Code != nil {
-			code = *e.Error.Code
-		}
-		return e.Error.Type, code, e.Error.Message
+		return e.Error.Type, e.Error.CodeString(), e.Error.Message
 	default:
-		var e struct {
-			Type  string
-			Error struct{ Type, Message string }
-		}
+		var e anthropic.ErrorResponse
 		mustUnmarshal(t, string(body), &e)
-		if e.Type != "error" {
+		if e.Type != anthropic.TypeError {
 			t.Fatalf("beta error body without type error: %s", body)
 		}
 		return e.Error.Type, "", e.Error.Message

@@ -1,16 +1,19 @@
 package mockproviders
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/llmgw/llmgw/api/tokens"
+	"github.com/llmgw/llmgw/api/wire/anthropic"
+	"github.com/llmgw/llmgw/api/wire/openai"
 )
 
-func keysOf(m map[string]json.RawMessage) []string {
+func keysOf(m map[string]jsontext.Value) []string {
 	var ks []string
 	for k := range m {
 		ks = append(ks, k)
@@ -41,15 +44,12 @@ func TestJSONShape(t *testing.T) {
 			if a.in != 5 || a.out != tokens.Count(a.text) {
 				t.Errorf("usage in=%d out=%d for %q", a.in, a.out, a.text)
 			}
-			var top struct {
-				ID, Object, Type, Role string
-				Created                int64
-			}
-			mustUnmarshal(t, string(res.body), &top)
 			switch fl {
 			case Alpha:
+				var top openai.ChatCompletion
+				mustUnmarshal(t, string(res.body), &top)
 				var c struct {
-					Choices []map[string]json.RawMessage
+					Choices []map[string]jsontext.Value `json:"choices"`
 				}
 				mustUnmarshal(t, string(res.body), &c)
 				if !strings.HasPrefix(top.ID, "chatcmpl-") || top.Object != "chat.completion" || top.Created == 0 || a.finish != "stop" {
@@ -62,6 +62,8 @@ func TestJSONShape(t *testing.T) {
 					t.Errorf("message shape: %s", res.body)
 				}
 			case Beta:
+				var top anthropic.MessageResponse
+				mustUnmarshal(t, string(res.body), &top)
 				if !strings.HasPrefix(top.ID, "msg_") || top.Type != "message" || top.Role != "assistant" || a.finish != "end_turn" || a.stopSequence != nil {
 					t.Errorf("beta top level: %s", res.body)
 				}
@@ -79,7 +81,7 @@ func alphaStreamBytes(id, model string, pieces []string, finish string, usage st
 	var b strings.Builder
 	b.WriteString("data: " + head + `"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n")
 	for _, p := range pieces {
-		c, _ := json.Marshal(p)
+		c := mustMarshal(p)
 		b.WriteString("data: " + head + `"choices":[{"index":0,"delta":{"content":` + string(c) + `},"finish_reason":null}]}` + "\n\n")
 	}
 	b.WriteString("data: " + head + `"choices":[{"index":0,"delta":{},"finish_reason":"` + finish + `"}]}` + "\n\n")
@@ -101,7 +103,7 @@ func betaStreamBytes(id, model string, pieces []string, in, out int, usage bool)
 	b.WriteString("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
 	b.WriteString("event: ping\ndata: {\"type\":\"ping\"}\n\n")
 	for _, p := range pieces {
-		c, _ := json.Marshal(p)
+		c := mustMarshal(p)
 		b.WriteString("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":" + string(c) + "}}\n\n")
 	}
 	b.WriteString("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
@@ -126,7 +128,9 @@ func TestStreamExactBytes(t *testing.T) {
 			t.Run(string(fl)+"/"+tt.name, func(t *testing.T) {
 				m := newMock(t, Options{Flavor: fl})
 				js := decodeAnswer(t, fl, m.call(t, reqSpec{model: "mdl", user: "hello there"}).body)
-				var id struct{ ID string }
+				var id struct {
+					ID string `json:"id"`
+				}
 				mustUnmarshal(t, string(m.call(t, reqSpec{model: "mdl", user: "hello there"}).body), &id)
 
 				res := m.call(t, reqSpec{model: "mdl", user: tt.user, stream: true, includeUsage: tt.includeUsage})

@@ -3,7 +3,6 @@ package mockproviders
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -117,7 +116,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(h.calls.snapshot())
+		w.Write(append(marshal(h.calls.snapshot()), '\n'))
 	case "/mock/reset":
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")
@@ -245,7 +244,7 @@ func keyMatches(got string, want []byte) bool {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, _ := json.Marshal(v)
+	b := marshal(v)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
 	w.WriteHeader(status)

@@ -1,12 +1,13 @@
 package mockproviders
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmgw/llmgw/api/tokens"
+	"github.com/llmgw/llmgw/api/wire/anthropic"
+	"github.com/llmgw/llmgw/api/wire/openai"
 )
 
 // settled polls /mock/calls until every call has ended (Done == Total): a
@@ -26,23 +27,6 @@ func (m *mock) settled(t *testing.T) Calls {
 	}
 }
 
-// wireUsage is the usage object of either protocol's JSON answer, as sent.
-type wireUsage struct {
-	// alpha
-	PromptTokens        *int `json:"prompt_tokens"`
-	CompletionTokens    *int `json:"completion_tokens"`
-	PromptTokensDetails *struct {
-		CachedTokens int `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-	CompletionTokensDetails *struct {
-		ReasoningTokens int `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
-	// beta
-	InputTokens          *int `json:"input_tokens"`
-	CacheReadInputTokens *int `json:"cache_read_input_tokens"`
-	OutputTokens         *int `json:"output_tokens"`
-}
-
 // TestUsageDirectives: cached_tokens and reasoning_tokens change the usage
 // each protocol reports, in its own shape, and /mock/calls counts what was
 // reported.
@@ -57,24 +41,31 @@ func TestUsageDirectives(t *testing.T) {
 			if a.text != pa.text {
 				t.Fatalf("the directives changed the answer: %q vs %q", a.text, pa.text)
 			}
-			var body struct{ Usage wireUsage }
-			mustUnmarshal(t, string(r.body), &body)
-			u := body.Usage
 			in, visible := 4, tokens.Count(a.text) // the prompt, without the directive line
 			switch fl {
 			case Alpha:
-				if *u.PromptTokens != in || *u.CompletionTokens != visible+5 || u.PromptTokensDetails.CachedTokens != 3 ||
-					u.CompletionTokensDetails.ReasoningTokens != 5 {
+				var c openai.ChatCompletion
+				mustUnmarshal(t, string(r.body), &c)
+				if u := c.Usage; u == nil || u.PromptTokens != in || u.CompletionTokens != visible+5 ||
+					u.PromptTokensDetails == nil || u.PromptTokensDetails.CachedTokens != 3 ||
+					u.CompletionTokensDetails == nil || u.CompletionTokensDetails.ReasoningTokens != 5 {
 					t.Fatalf("alpha usage %s", r.body)
 				}
-				var p struct{ Usage map[string]any }
+				var p openai.ChatCompletion
 				mustUnmarshal(t, string(plain.body), &p)
-				if _, ok := p.Usage["prompt_tokens_details"]; ok {
+				if p.Usage.PromptTokensDetails != nil || p.Usage.CompletionTokensDetails != nil {
 					t.Fatalf("details without a directive: %s", plain.body)
 				}
 			case Beta:
-				if *u.InputTokens != in-3 || *u.CacheReadInputTokens != 3 || *u.OutputTokens != visible+5 {
+				var m anthropic.MessageResponse
+				mustUnmarshal(t, string(r.body), &m)
+				if u := m.Usage; u == nil || !is(u.InputTokens, in-3) || !is(u.CacheReadInputTokens, 3) || !is(u.OutputTokens, visible+5) {
 					t.Fatalf("beta usage %s", r.body)
+				}
+				var p anthropic.MessageResponse
+				mustUnmarshal(t, string(plain.body), &p)
+				if p.Usage.CacheReadInputTokens != nil {
+					t.Fatalf("cache_read_input_tokens without a directive: %s", plain.body)
 				}
 			}
 			c := m.settled(t)
@@ -96,9 +87,9 @@ func TestUsageDirectives(t *testing.T) {
 func TestCachedTokensClampedToPrompt(t *testing.T) {
 	m := newMock(t, Options{Flavor: Alpha})
 	r := m.call(t, reqSpec{user: "two words\n@mock alpha:cached_tokens=1000"})
-	var body struct{ Usage wireUsage }
-	mustUnmarshal(t, string(r.body), &body)
-	if *body.Usage.PromptTokens != 2 || body.Usage.PromptTokensDetails.CachedTokens != 2 {
+	var c openai.ChatCompletion
+	mustUnmarshal(t, string(r.body), &c)
+	if c.Usage == nil || c.Usage.PromptTokens != 2 || c.Usage.PromptTokensDetails == nil || c.Usage.PromptTokensDetails.CachedTokens != 2 {
 		t.Fatalf("usage %s", r.body)
 	}
 }
@@ -165,6 +156,9 @@ func TestDeliveredTokens(t *testing.T) {
 	}
 }
 
+// is reports whether p points at want.
+func is(p *int, want int) bool { return p != nil && *p == want }
+
 func countAll(pieces []string) int {
 	n := 0
 	for _, p := range pieces {
@@ -207,7 +201,7 @@ func TestTokensByUser(t *testing.T) {
 				} else {
 					b["metadata"] = map[string]any{"user_id": user}
 				}
-				raw, _ := json.Marshal(b)
+				raw := mustMarshal(b)
 				if r := m.do(t, t.Context(), raw, nil); r.resp.StatusCode != 200 {
 					t.Fatalf("status %d: %s", r.resp.StatusCode, r.body)
 				}

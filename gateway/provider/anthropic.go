@@ -3,6 +3,10 @@ package provider
 import (
 	"context"
 	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	ant "github.com/llmgw/llmgw/api/wire/anthropic"
 )
 
 // anthropic speaks the Messages protocol.
@@ -16,94 +20,44 @@ const defaultMaxTokens = 4096
 // that the protocol would reject, into one.
 const messageSeparator = "\n\n"
 
-type antRequest struct {
-	Model         string       `json:"model"`
-	System        string       `json:"system,omitempty"`
-	Messages      []antMessage `json:"messages"`
-	MaxTokens     int          `json:"max_tokens"`
-	Temperature   *float64     `json:"temperature,omitempty"`
-	TopP          *float64     `json:"top_p,omitempty"`
-	StopSequences []string     `json:"stop_sequences,omitempty"`
-	Metadata      *antMetadata `json:"metadata,omitempty"`
-	Stream        bool         `json:"stream,omitempty"`
+// antAnswer is a 2xx answer: a message, or an error envelope sent with
+// status 200.
+type antAnswer struct {
+	ant.MessageResponse
+	Error *ant.ErrorDetail `json:"error"`
 }
 
-type antMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type antMetadata struct {
-	UserID string `json:"user_id"`
-}
-
-type antUsage struct {
-	InputTokens              *int `json:"input_tokens"`
-	OutputTokens             *int `json:"output_tokens"`
-	CacheCreationInputTokens int  `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int  `json:"cache_read_input_tokens"`
-}
-
-// input counts cached prompt tokens too: the protocol reports them apart.
-// cached is the cache reads only; cache writes are billed as plain input
-// (a price list has no cache-write rate).
-func (u *antUsage) input() (in, cached int, ok bool) {
+// antInput is the prompt's tokens of u, cached ones included: the protocol
+// reports them apart. cached is the cache reads only; cache writes are
+// billed as plain input (a price list has no cache-write rate).
+func antInput(u *ant.Usage) (in, cached int, ok bool) {
 	if u == nil || u.InputTokens == nil {
 		return 0, 0, false
 	}
-	return *u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, u.CacheReadInputTokens, true
+	in = *u.InputTokens
+	if n := u.CacheCreationInputTokens; n != nil {
+		in += *n
+	}
+	if n := u.CacheReadInputTokens; n != nil {
+		in += *n
+		cached = *n
+	}
+	return in, cached, true
 }
 
-type antResponse struct {
-	ID         string            `json:"id"`
-	Type       string            `json:"type"`
-	Content    []antContentBlock `json:"content"`
-	StopReason string            `json:"stop_reason"`
-	Usage      *antUsage         `json:"usage"`
-	Error      *errorDetail      `json:"error"`
-}
-
-type antEvent struct {
-	Type         string           `json:"type"`
-	Message      *antEventMessage `json:"message"`
-	ContentBlock *antContentBlock `json:"content_block"`
-	Delta        *antEventDelta   `json:"delta"`
-	Usage        *antUsage        `json:"usage"`
-	Error        *errorDetail     `json:"error"`
-}
-
-type antEventMessage struct {
-	Usage *antUsage `json:"usage"`
-}
-
-type antContentBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-type antEventDelta struct {
-	Type       string `json:"type"`
-	Text       string `json:"text"`
-	StopReason string `json:"stop_reason"`
-}
-
+// encodeAnthropic writes the protocol's request for req.
 func encodeAnthropic(req *Request, stream bool) ([]byte, error) {
-	r := anthropicRequestOf(req, stream)
-	return marshalRequest(r, r.Temperature, r.TopP)
-}
-
-// anthropicRequestOf is the protocol's request for req.
-func anthropicRequestOf(req *Request, stream bool) *antRequest {
-	r := &antRequest{
+	maxTokens := defaultMaxTokens
+	if req.MaxTokens != nil {
+		maxTokens = *req.MaxTokens
+	}
+	r := &ant.MessagesRequest{
 		Model:         req.Model,
-		MaxTokens:     defaultMaxTokens,
+		MaxTokens:     &maxTokens,
 		Temperature:   req.Temperature,
 		TopP:          req.TopP,
 		StopSequences: req.Stop,
 		Stream:        stream,
-	}
-	if req.MaxTokens != nil {
-		r.MaxTokens = *req.MaxTokens
 	}
 	if t := req.Temperature; t != nil && (*t < 0 || *t > 1) {
 		// OpenAI accepts 0..2, this protocol 0..1: clamp rather than have the
@@ -112,23 +66,32 @@ func anthropicRequestOf(req *Request, stream bool) *antRequest {
 		r.Temperature = &c
 	}
 	if req.User != "" {
-		r.Metadata = &antMetadata{UserID: req.User}
+		r.Metadata = &ant.Metadata{UserID: req.User}
 	}
+	// System messages go to system; consecutive messages of one role, which
+	// the protocol rejects, are joined.
 	var system []string
-	r.Messages = make([]antMessage, 0, len(req.Messages))
+	type turn struct{ role, text string }
+	turns := make([]turn, 0, len(req.Messages))
 	for _, m := range req.Messages {
 		if m.Role == "system" {
 			system = append(system, m.Content)
 			continue
 		}
-		if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == m.Role {
-			r.Messages[n-1].Content += messageSeparator + m.Content
+		if n := len(turns); n > 0 && turns[n-1].role == m.Role {
+			turns[n-1].text += messageSeparator + m.Content
 			continue
 		}
-		r.Messages = append(r.Messages, antMessage(m))
+		turns = append(turns, turn{m.Role, m.Content})
 	}
-	r.System = strings.Join(system, messageSeparator)
-	return r
+	if s := strings.Join(system, messageSeparator); s != "" {
+		r.System = ant.Text(s)
+	}
+	r.Messages = make([]ant.Message, len(turns))
+	for i, t := range turns {
+		r.Messages[i] = ant.Message{Role: t.role, Content: ant.Text(t.text)}
+	}
+	return encodeJSON(r)
 }
 
 // finishReason maps the protocol's stop_reason to OpenAI's vocabulary. Reasons
@@ -148,106 +111,130 @@ func (a *anthropic) Complete(ctx context.Context, req *Request) (*Completion, er
 }
 
 func decodeAnthropic(raw []byte) (*Completion, *Error) {
-	var r antResponse
-	var fast fastReader
-	if !fast.antResponse(raw, &r) {
-		r = antResponse{} // what the fast reader filled in before it gave up
-		if err := decodeJSON(raw, &r); err != nil {
-			return nil, &Error{Kind: KindProtocol, Message: "malformed response JSON"}
-		}
+	var r antAnswer
+	if err := decodeJSON(raw, &r); err != nil {
+		return nil, &Error{Kind: KindProtocol, Message: "malformed response JSON"}
 	}
-	if r.Type == "error" || r.Error != nil {
-		var d errorDetail
+	if r.Type == ant.TypeError || r.Error != nil {
+		var d ant.ErrorDetail
 		if r.Error != nil {
 			d = *r.Error
 		}
-		return nil, &Error{Kind: KindProtocol, Type: d.typ(), Message: "error in a 2xx response: " + d.Message}
+		return nil, &Error{Kind: KindProtocol, Type: d.Type, Message: "error in a 2xx response: " + d.Message}
 	}
-	if r.Type != "message" && r.Content == nil {
+	if r.Type != ant.TypeMessage && r.Content == nil {
 		return nil, &Error{Kind: KindProtocol, Message: "response is not a message"}
 	}
 	var text strings.Builder
 	for _, c := range r.Content {
-		if c.Type == "text" {
+		if c.Type == ant.BlockText {
 			text.WriteString(c.Text)
 		}
 	}
-	c := &Completion{ID: r.ID, Text: text.String(), FinishReason: finishReason(r.StopReason)}
-	if in, cached, ok := r.Usage.input(); ok && r.Usage.OutputTokens != nil {
+	c := &Completion{ID: r.ID, Text: text.String(), FinishReason: finishReason(stopReason(r.StopReason))}
+	if in, cached, ok := antInput(r.Usage); ok && r.Usage.OutputTokens != nil {
 		c.Usage = Usage{InputTokens: in, CachedInputTokens: cached, OutputTokens: *r.Usage.OutputTokens}
 		c.HasUsage = true
 	}
 	return c, nil
 }
 
+func stopReason(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 func (a *anthropic) Stream(ctx context.Context, req *Request) (Stream, error) {
 	return a.stream(ctx, req, encodeAnthropic, &antDecoder{})
 }
 
+// antDecoder reads the events of one stream; the prompt's counts come in
+// message_start and may be repeated in message_delta. The events of the
+// types a stream repeats are decoded into the decoder's own values, which
+// are zeroed first (Unmarshal leaves members an event omits untouched).
 type antDecoder struct {
-	ev       antEvent
-	fast     fastReader
-	delta    antEventDelta // what ev.Delta points to when the fast reader fills it
 	input    int
 	cached   int
 	hasInput bool
+	delta    ant.ContentBlockDelta
+	block    ant.ContentBlockStart
 }
 
 func (d *antDecoder) decode(typ, data []byte, q *queue) (bool, *Error) {
-	switch string(typ) {
-	case "ping", "content_block_stop":
-		return false, nil // nothing a relay needs; skip the JSON work
-	case "message_stop":
-		return true, nil
-	}
-	// Zeroed each time: Unmarshal leaves fields an event omits untouched.
-	d.ev = antEvent{}
-	e := &d.ev
-	if !d.fast.antEvent(data, e, &d.delta) {
-		d.ev = antEvent{} // what the fast reader filled in before it gave up
-		if err := decodeJSON(data, e); err != nil {
-			return false, &Error{Kind: KindProtocol, Message: "malformed stream event JSON"}
-		}
-	}
 	name := string(typ)
 	if name == "" {
-		name = e.Type // the SSE event name is optional; the data repeats it
+		// The SSE event name is optional; the data repeats it.
+		var t ant.TypeOnly
+		if err := decodeJSON(data, &t); err != nil {
+			return false, malformedEvent()
+		}
+		name = t.Type
 	}
 	switch name {
-	case "message_start":
-		if e.Message != nil {
-			d.input, d.cached, d.hasInput = e.Message.Usage.input()
+	case ant.EventMessageStart:
+		var e ant.MessageStart
+		if err := decodeJSON(data, &e); err != nil {
+			return false, malformedEvent()
 		}
-	case "content_block_start":
-		if b := e.ContentBlock; b != nil && b.Type == "text" && b.Text != "" {
+		d.input, d.cached, d.hasInput = antInput(e.Message.Usage)
+	case ant.EventContentBlockStart:
+		e := &d.block
+		*e = ant.ContentBlockStart{}
+		if err := decodeJSON(data, e); err != nil {
+			return false, malformedEvent()
+		}
+		if b := e.ContentBlock; b.Type == ant.BlockText && b.Text != "" {
 			q.push(Event{Text: b.Text})
 		}
-	case "content_block_delta":
-		if e.Delta != nil && e.Delta.Type == "text_delta" && e.Delta.Text != "" {
+	case ant.EventContentBlockDelta:
+		e := &d.delta
+		*e = ant.ContentBlockDelta{}
+		if err := decodeJSON(data, e); err != nil {
+			return false, malformedEvent()
+		}
+		if e.Delta.Type == ant.DeltaText && e.Delta.Text != "" {
 			q.push(Event{Text: e.Delta.Text})
 		}
-	case "message_delta":
-		if e.Delta != nil && e.Delta.StopReason != "" {
+	case ant.EventMessageDelta:
+		var e ant.MessageDelta
+		if err := decodeJSON(data, &e); err != nil {
+			return false, malformedEvent()
+		}
+		if e.Delta.StopReason != "" {
 			q.push(Event{FinishReason: finishReason(e.Delta.StopReason)})
 		}
-		if in, cached, ok := e.Usage.input(); ok {
+		if in, cached, ok := antInput(e.Usage); ok {
 			d.input, d.cached, d.hasInput = in, cached, true
 		}
 		if e.Usage != nil && e.Usage.OutputTokens != nil && d.hasInput {
 			q.push(Event{Usage: &Usage{InputTokens: d.input, CachedInputTokens: d.cached, OutputTokens: *e.Usage.OutputTokens}})
 		}
-	case "message_stop":
+	case ant.EventMessageStop:
 		return true, nil
-	case "error":
-		var det errorDetail
-		if e.Error != nil {
-			det = *e.Error
+	case ant.EventError:
+		var e ant.ErrorResponse
+		if err := decodeJSON(data, &e); err != nil {
+			return false, malformedEvent()
 		}
-		msg := det.Message
+		msg := e.Error.Message
 		if msg == "" {
 			msg = "upstream error event"
 		}
-		return false, &Error{Kind: KindStream, Type: det.typ(), Message: msg}
+		return false, &Error{Kind: KindStream, Type: e.Error.Type, Message: msg}
+	case ant.EventPing, ant.EventContentBlockStop:
+		// nothing a relay needs; skip the JSON work
+	default:
+		// An event type this gateway does not know carries nothing it
+		// needs, but must still be JSON.
+		if !jsontext.Value(data).IsValid(lenient) {
+			return false, malformedEvent()
+		}
 	}
 	return false, nil
+}
+
+func malformedEvent() *Error {
+	return &Error{Kind: KindProtocol, Message: "malformed stream event JSON"}
 }

@@ -10,8 +10,7 @@ import (
 // requestBody is an upstream request's body that lets go of its bytes once
 // they are read or it is closed. The transport keeps the request, body and
 // GetBody included, until the answer ends: for a stream that is its whole
-// life, and a long prompt's encoded copy stayed with it (docs/BENCHMARK.md,
-// "tenth round"). net/http closes a request's body once it is written.
+// life, and a long prompt's encoded copy would stay with it. net/http closes a request's body once it is written.
 // GetBody hands one out for a request sent again; the first send uses a
 // sentBody.
 type requestBody struct {
@@ -38,8 +37,7 @@ func (r *requestBody) Close() error {
 // which net/http knows to be in memory, so the request's head and body go
 // out in one write. For any other body type the transport flushes the head
 // on its own first: a second system call and TCP segment for every
-// request, and a copy buffer the size of the body (docs/BENCHMARK.md,
-// "thirteenth round"). The reader cannot let go of its bytes itself the
+// request, and a copy buffer the size of the body. The reader cannot let go of its bytes itself the
 // way requestBody does, so the trace's WroteRequest, which the transport
 // calls on its writing goroutine once the body has been copied out, empties
 // it.

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -14,6 +13,11 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/llmgw/llmgw/api/wire/openai"
 )
 
 const (
@@ -311,43 +315,30 @@ func (b *base) statusError(resp *http.Response) *Error {
 // as the message: a proxy's text page still says what went wrong.
 func parseErrorBody(body []byte) (typ, msg string) {
 	var env struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
+		Error   jsontext.Value `json:"error"`
+		Message string         `json:"message"`
 	}
-	if err := json.Unmarshal(body, &env); err != nil {
+	if err := jsonv2.Unmarshal(body, &env, errorBodyJSON); err != nil {
 		return "", string(body)
 	}
 	if len(env.Error) > 0 {
 		var s string
-		if json.Unmarshal(env.Error, &s) == nil {
+		if jsonv2.Unmarshal(env.Error, &s, errorBodyJSON) == nil {
 			return "", s
 		}
-		var d errorDetail
-		if json.Unmarshal(env.Error, &d) == nil {
-			return d.typ(), d.Message
+		// Anthropic's error object has OpenAI's type and message.
+		var d openai.ErrorDetail
+		if jsonv2.Unmarshal(env.Error, &d, errorBodyJSON) == nil {
+			return oaiErrorType(&d), d.Message
 		}
 	}
 	return "", env.Message
 }
 
-type errorDetail struct {
-	Type    string          `json:"type"`
-	Message string          `json:"message"`
-	Code    json.RawMessage `json:"code"`
-}
-
-// typ prefers the error type and falls back to a string code (OpenAI sends
-// type:null with code:"rate_limit_exceeded" on some errors).
-func (d *errorDetail) typ() string {
-	if d.Type != "" {
-		return d.Type
-	}
-	var c string
-	if json.Unmarshal(d.Code, &c) == nil {
-		return c
-	}
-	return ""
-}
+// errorBodyJSON reads error bodies as leniently as answers, and matches
+// member names without regard to case: proxies write "Message" as often as
+// "message".
+var errorBodyJSON = jsonv2.JoinOptions(lenient, jsonv2.MatchCaseInsensitiveNames(true))
 
 // retryAfter reads OpenAI's retry-after-ms first (finer), then the standard
 // Retry-After as seconds or an HTTP date.

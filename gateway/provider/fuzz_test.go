@@ -58,6 +58,13 @@ func FuzzOpenAIStream(f *testing.F) {
 		oaiText("a") + `data: {"choi`,
 		"data: {}\n\n",
 		": ping\r\n\r\ndata: [DONE]\r\n\r\n",
+		// chunks as vendors send them: members the gateway does not read, usage details
+		`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","system_fingerprint":null,` +
+			`"choices":[{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}]}` + "\n\n",
+		`data: {"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":19,"completion_tokens":10,"total_tokens":29,` +
+			`"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0}}}` + "\n\n",
+		`data: {"choices":[{"index":0,"delta":{"content":"a"}}],"choices":[]}` + "\n\n",
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"\xff \\ud83d\\ude00\"}}]}\n\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -72,6 +79,9 @@ func FuzzAnthropicStream(f *testing.F) {
 		"data: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n",
 		antStart + antText("a"),
 		"event: message_start\ndata: {\"message\":null}\n\n",
+		antEv("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}}`),
+		antEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":3,"cache_creation_input_tokens":1,"cache_read_input_tokens":2,"output_tokens":4}}`),
+		antEv("some_new_event", `{"type":"some_new_event","x":[1]}`),
 	} {
 		f.Add([]byte(s))
 	}
@@ -87,6 +97,13 @@ func FuzzDecodeResponse(f *testing.F) {
 		`{"error":{"message":"x","type":null,"code":"rate_limit_exceeded"}}`,
 		`{"error":"text"}`,
 		`<html>`,
+		`{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":null,` +
+			`"annotations":[]},"logprobs":null,"finish_reason":"length"}],"usage":{"prompt_tokens":19,"completion_tokens":10,` +
+			`"total_tokens":29,"prompt_tokens_details":{"cached_tokens":3,"audio_tokens":0},"completion_tokens_details":` +
+			`{"reasoning_tokens":4,"audio_tokens":0}},"service_tier":"default","system_fingerprint":null}`,
+		`{"id":"msg","type":"message","content":[{"type":"text","text":"a"},{"type":"tool_use","id":"t","name":"f","input":{"x":[1]}}],` +
+			`"stop_reason":"max_tokens","stop_sequence":null,"usage":{"input_tokens":3,"cache_creation_input_tokens":1,"cache_read_input_tokens":2,"output_tokens":null}}`,
+		`{"Error":{"Message":"case","Type":"proxy"}}`,
 	} {
 		f.Add([]byte(s))
 	}

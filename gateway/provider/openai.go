@@ -3,50 +3,29 @@ package provider
 import (
 	"bytes"
 	"context"
+
+	"github.com/llmgw/llmgw/api/wire/openai"
 )
 
 // openAI speaks the chat-completions protocol.
 type openAI struct{ *base }
 
-type oaiRequest struct {
-	Model         string           `json:"model"`
-	Messages      []oaiMessage     `json:"messages"`
-	MaxTokens     *int             `json:"max_tokens,omitempty"`
-	Temperature   *float64         `json:"temperature,omitempty"`
-	TopP          *float64         `json:"top_p,omitempty"`
-	Stop          []string         `json:"stop,omitempty"`
-	User          string           `json:"user,omitempty"`
-	Stream        bool             `json:"stream,omitempty"`
-	StreamOptions *oaiStreamOption `json:"stream_options,omitempty"`
+// oaiAnswer is a 2xx answer: a completion, or the error object some
+// compatible servers send with status 200.
+type oaiAnswer struct {
+	openai.ChatCompletion
+	Error *openai.ErrorDetail `json:"error"`
 }
 
-type oaiMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+// oaiEvent is one stream event: a chunk, or an error object.
+type oaiEvent struct {
+	openai.ChatCompletionChunk
+	Error *openai.ErrorDetail `json:"error"`
 }
 
-type oaiStreamOption struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-type oaiUsage struct {
-	PromptTokens            int                   `json:"prompt_tokens"`
-	CompletionTokens        int                   `json:"completion_tokens"`
-	PromptTokensDetails     *oaiPromptDetails     `json:"prompt_tokens_details"`
-	CompletionTokensDetails *oaiCompletionDetails `json:"completion_tokens_details"`
-}
-
-type oaiPromptDetails struct {
-	CachedTokens int `json:"cached_tokens"`
-}
-
-type oaiCompletionDetails struct {
-	ReasoningTokens int `json:"reasoning_tokens"`
-}
-
-// usage reads the protocol's counts; the details objects are optional
+// oaiUsage reads the protocol's counts; the details objects are optional
 // (older servers and most compatible ones leave them out).
-func (u *oaiUsage) usage() Usage {
+func oaiUsage(u *openai.Usage) Usage {
 	out := Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
 	if d := u.PromptTokensDetails; d != nil {
 		out.CachedInputTokens = d.CachedTokens
@@ -57,70 +36,44 @@ func (u *oaiUsage) usage() Usage {
 	return out
 }
 
-type oaiResponse struct {
-	ID      string              `json:"id"`
-	Choices []oaiResponseChoice `json:"choices"`
-	Usage   *oaiUsage           `json:"usage"`
-	Error   *errorDetail        `json:"error"`
+// oaiErrorType prefers the error type and falls back to a string code
+// (OpenAI sends type:null with code:"rate_limit_exceeded" on some errors).
+func oaiErrorType(d *openai.ErrorDetail) string {
+	if d.Type != "" {
+		return d.Type
+	}
+	return d.CodeString()
 }
 
-type oaiResponseChoice struct {
-	Message struct {
-		Content *string `json:"content"`
-	} `json:"message"`
-	FinishReason *string `json:"finish_reason"`
-}
-
-// oaiChunk uses plain strings (null decodes as "") so a chunk costs no pointer
-// allocations; decode clears the reused Choices elements before each use.
-type oaiChunk struct {
-	Choices []oaiChunkChoice `json:"choices"`
-	Usage   *oaiUsage        `json:"usage"`
-	Error   *errorDetail     `json:"error"`
-}
-
-// reset empties c for the next chunk. Unmarshal leaves fields a chunk omits
-// untouched, and decodes slice elements in place, so everything is cleared;
-// the Choices array is reused.
-func (c *oaiChunk) reset() {
-	choices := c.Choices[:cap(c.Choices)]
-	clear(choices)
-	*c = oaiChunk{Choices: choices[:0]}
-}
-
-type oaiChunkChoice struct {
-	Index int `json:"index"`
-	Delta struct {
-		Content string `json:"content"`
-	} `json:"delta"`
-	FinishReason string `json:"finish_reason"`
-}
-
+// encodeOpenAI writes the protocol's request for req.
 func encodeOpenAI(req *Request, stream bool) ([]byte, error) {
-	r := openAIRequestOf(req, stream)
-	return marshalRequest(r, r.Temperature, r.TopP)
-}
-
-// openAIRequestOf is the protocol's request for req.
-func openAIRequestOf(req *Request, stream bool) *oaiRequest {
-	r := &oaiRequest{
+	r := &openai.ChatCompletionRequest{
 		Model:       req.Model,
-		Messages:    make([]oaiMessage, len(req.Messages)),
+		Messages:    make([]openai.Message, len(req.Messages)),
 		MaxTokens:   req.MaxTokens,
 		Temperature: req.Temperature,
 		TopP:        req.TopP,
-		Stop:        req.Stop,
-		User:        req.User,
+	}
+	if len(req.Stop) > 0 {
+		stop, err := encodeJSON(req.Stop)
+		if err != nil {
+			return nil, err
+		}
+		r.Stop = stop
 	}
 	for i, m := range req.Messages {
-		r.Messages[i] = oaiMessage(m)
+		r.Messages[i] = openai.Message{Role: m.Role, Content: openai.Text(m.Content)}
+	}
+	if req.User != "" {
+		r.User = &req.User
 	}
 	if stream {
-		r.Stream = true
+		yes := true
+		r.Stream = &yes
 		// Without it the protocol sends no usage in a stream.
-		r.StreamOptions = &oaiStreamOption{IncludeUsage: true}
+		r.StreamOptions = &openai.StreamOptions{IncludeUsage: &yes}
 	}
-	return r
+	return encodeJSON(r)
 }
 
 func (a *openAI) Complete(ctx context.Context, req *Request) (*Completion, error) {
@@ -128,30 +81,23 @@ func (a *openAI) Complete(ctx context.Context, req *Request) (*Completion, error
 }
 
 func decodeOpenAI(raw []byte) (*Completion, *Error) {
-	var r oaiResponse
-	var fast fastReader
-	if !fast.oaiResponse(raw, &r) {
-		r = oaiResponse{} // what the fast reader filled in before it gave up
-		if err := decodeJSON(raw, &r); err != nil {
-			return nil, &Error{Kind: KindProtocol, Message: "malformed response JSON"}
-		}
+	var r oaiAnswer
+	if err := decodeJSON(raw, &r); err != nil {
+		return nil, &Error{Kind: KindProtocol, Message: "malformed response JSON"}
 	}
 	if r.Error != nil {
-		return nil, &Error{Kind: KindProtocol, Type: r.Error.typ(), Message: "error in a 2xx response: " + r.Error.Message}
+		return nil, &Error{Kind: KindProtocol, Type: oaiErrorType(r.Error), Message: "error in a 2xx response: " + r.Error.Message}
 	}
 	if len(r.Choices) == 0 {
 		return nil, &Error{Kind: KindProtocol, Message: "response has no choices"}
 	}
-	ch := r.Choices[0]
-	c := &Completion{ID: r.ID, FinishReason: "stop"}
-	if ch.Message.Content != nil {
-		c.Text = *ch.Message.Content
-	}
-	if ch.FinishReason != nil && *ch.FinishReason != "" {
-		c.FinishReason = *ch.FinishReason
+	ch := &r.Choices[0]
+	c := &Completion{ID: r.ID, Text: ch.Message.Content, FinishReason: "stop"}
+	if ch.FinishReason != "" {
+		c.FinishReason = ch.FinishReason
 	}
 	if r.Usage != nil {
-		c.Usage = r.Usage.usage()
+		c.Usage = oaiUsage(r.Usage)
 		c.HasUsage = true
 	}
 	return c, nil
@@ -161,9 +107,10 @@ func (a *openAI) Stream(ctx context.Context, req *Request) (Stream, error) {
 	return a.stream(ctx, req, encodeOpenAI, &oaiDecoder{})
 }
 
+// oaiDecoder reads chunks into one event value, whose Choices array is
+// reused from chunk to chunk.
 type oaiDecoder struct {
-	chunk oaiChunk
-	fast  fastReader
+	ev oaiEvent
 }
 
 var doneMarker = []byte("[DONE]")
@@ -172,32 +119,33 @@ func (d *oaiDecoder) decode(_, data []byte, q *queue) (bool, *Error) {
 	if bytes.Equal(data, doneMarker) {
 		return true, nil
 	}
-	c := &d.chunk
-	c.reset()
-	if !d.fast.oaiChunk(data, c) {
-		c.reset() // what the fast reader filled in before it gave up
-		if err := decodeJSON(data, c); err != nil {
-			return false, &Error{Kind: KindProtocol, Message: "malformed stream chunk JSON"}
-		}
+	// Unmarshal leaves members a chunk omits untouched and decodes array
+	// elements in place: everything is cleared first.
+	choices := d.ev.Choices[:cap(d.ev.Choices)]
+	clear(choices)
+	d.ev = oaiEvent{ChatCompletionChunk: openai.ChatCompletionChunk{Choices: choices[:0]}}
+	e := &d.ev
+	if err := decodeJSON(data, e); err != nil {
+		return false, &Error{Kind: KindProtocol, Message: "malformed stream chunk JSON"}
 	}
-	if c.Error != nil {
-		return false, &Error{Kind: KindStream, Type: c.Error.typ(), Message: c.Error.Message}
+	if e.Error != nil {
+		return false, &Error{Kind: KindStream, Type: oaiErrorType(e.Error), Message: e.Error.Message}
 	}
-	for i := range c.Choices {
-		ch := &c.Choices[i]
+	for i := range e.Choices {
+		ch := &e.Choices[i]
 		if ch.Index != 0 {
 			continue // only one choice is ever requested
 		}
-		if ch.Delta.Content != "" {
-			q.push(Event{Text: ch.Delta.Content})
+		if c := ch.Delta.Content; c != nil && *c != "" {
+			q.push(Event{Text: *c})
 		}
-		if ch.FinishReason != "" {
-			q.push(Event{FinishReason: ch.FinishReason})
+		if f := ch.FinishReason; f != nil && *f != "" {
+			q.push(Event{FinishReason: *f})
 		}
 	}
-	if c.Usage != nil {
-		u := c.Usage.usage()
-		q.push(Event{Usage: &u})
+	if u := e.Usage.Usage; u != nil {
+		n := oaiUsage(u)
+		q.push(Event{Usage: &n})
 	}
 	return false, nil
 }

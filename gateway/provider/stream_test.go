@@ -252,3 +252,32 @@ func TestStreamDropsTheResponseHeaders(t *testing.T) {
 		t.Fatalf("first event %+v, %v", ev, err)
 	}
 }
+
+// A reused OpenAI decoder gives each chunk its own events: nothing of an
+// earlier chunk (its choices, delta, finish or usage) carries over.
+func TestOpenAIDecoderReuse(t *testing.T) {
+	var d oaiDecoder
+	var q queue
+	for _, c := range []struct {
+		chunk string
+		want  []Event
+	}{
+		{`{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"},{"index":1,"delta":{"content":"b"}}],"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
+			[]Event{text("a"), finish("stop"), usage(1, 2)}},
+		{`{"choices":[{"index":0,"delta":{}},{"index":1}]}`, nil},
+		{`{"choices":[{"index":1,"delta":{"content":"c"}},{"index":0,"delta":null,"finish_reason":null}],"usage":null}`, nil},
+		{`{"choices":[{"index":0,"delta":{"content":"d"}}]}`, []Event{text("d")}},
+		{`{}`, nil},
+	} {
+		if _, e := d.decode(nil, []byte(c.chunk), &q); e != nil {
+			t.Fatalf("decode(%s): %v", c.chunk, e)
+		}
+		var got []Event
+		for ev, ok := q.pop(); ok; ev, ok = q.pop() {
+			got = append(got, ev)
+		}
+		if fmtEvents(got) != fmtEvents(c.want) {
+			t.Errorf("decode(%s) = %s, want %s", c.chunk, fmtEvents(got), fmtEvents(c.want))
+		}
+	}
+}

@@ -2,8 +2,7 @@ package provider
 
 import "testing"
 
-// The adapters' hot functions, both ways and per stream event, for the
-// before/after table of docs/benchmarks (make bench-go):
+// The adapters' hot functions, both ways and per stream event:
 //
 //	go test -run='^$' -bench='Encode|Decode' -benchmem ./gateway/provider/
 
@@ -83,18 +82,6 @@ func BenchmarkDecodeChunk(b *testing.B) {
 			}
 		})
 	}
-	// The struct decoder alone, as every chunk was read before fastReader
-	// (and as a chunk the fast reader leaves to it still is).
-	b.Run("openai-struct", func(b *testing.B) {
-		var c oaiChunk
-		b.ReportAllocs()
-		for b.Loop() {
-			c.reset()
-			if err := decodeJSON(oai, &c); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 	// A stream's first and last events, once a stream each, as the beta mock
 	// sends them.
 	antStart := []byte(`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"beta-large",` +
@@ -117,14 +104,4 @@ func BenchmarkDecodeChunk(b *testing.B) {
 			}
 		})
 	}
-	b.Run("anthropic-struct", func(b *testing.B) {
-		var e antEvent
-		b.ReportAllocs()
-		for b.Loop() {
-			e = antEvent{}
-			if err := decodeJSON(ant, &e); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }

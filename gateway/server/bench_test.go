@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/gateway/localstack"
 )
 
@@ -49,7 +50,7 @@ func newBenchStack(b *testing.B) *benchStack {
 	const upstreamKey = "bench-upstream-credential-0123456789"
 	log := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	st, err := localstack.Start(context.Background(), localstack.Options{Dir: b.TempDir(), AlphaKey: upstreamKey, Logger: log,
-		Mutate: localstack.ForBenchmarks(benchModel)})
+		Mutate: benchAlias(benchModel)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -61,6 +62,21 @@ func newBenchStack(b *testing.B) *benchStack {
 		client:  &http.Client{Transport: tr, Timeout: 30 * time.Second},
 		direct:  benchTarget{url: st.AlphaURL + "/v1/chat/completions", auth: "Bearer " + upstreamKey},
 		gateway: benchTarget{url: st.URL + "/v1/chat/completions", auth: "Bearer " + st.KeyA},
+	}
+}
+
+// benchAlias adds alias model, routed to mock alpha's model of the same
+// name without fallback, so a request body is byte-for-byte the same sent to
+// the mock or through the gateway, and puts every key's limiter out of reach.
+func benchAlias(model string) func(*snapshot.Snapshot) {
+	return func(s *snapshot.Snapshot) {
+		zero := 0
+		s.Aliases = append(s.Aliases, snapshot.Alias{Name: model,
+			Primary: snapshot.Route{Provider: "alpha", Model: model}, MaxFallbacks: &zero})
+		for i := range s.Keys {
+			s.Keys[i].Models = append(s.Keys[i].Models, model)
+			s.Keys[i].RateLimit = snapshot.RateLimit{RPM: 100_000_000, Burst: 1_000_000}
+		}
 	}
 }
 

@@ -33,29 +33,24 @@ const (
 // exchange is one chat request in flight: the state it was admitted under,
 // its usage record, and the writer.
 type exchange struct {
-	s       *Server
-	w       http.ResponseWriter
-	r       *http.Request
-	st      *state
-	start   time.Time
-	rec     usage.Record
-	pending *usage.Pending
-	p       *parsedRequest
-	alias   *snapshot.Alias
-	done    bool
-	// persisted: the held Begin was asked to be written (persistBegin).
-	persisted bool
-	hold      *quotaHold    // the request's quota reservation (quota.go)
-	deadline  time.Time     // the alias's total deadline, from admission (deadline.go)
-	times     exchangeTimes // for the histograms (exchange_metrics.go)
+	s        *Server
+	w        http.ResponseWriter
+	r        *http.Request
+	st       *state
+	start    time.Time
+	rec      usage.Record
+	p        *parsedRequest
+	alias    *snapshot.Alias
+	done     bool
+	hold     *quotaHold    // the request's quota reservation (quota.go)
+	deadline time.Time     // the alias's total deadline, from admission
+	times    exchangeTimes // for the histograms (exchange_metrics.go)
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{s: s, w: w, r: r, st: s.state.Load(), start: s.now()}
-	// Field by field, not a Record literal: the literal is built on the
-	// stack first, and this frame stays under every request (see serve).
-	x.rec.RequestID, x.rec.ClientRequestID = requestID(w), clientRequestID(r)
-	x.rec.Status, x.rec.CreatedAt = usage.StatusInProgress, x.start
+	x.rec = usage.Record{RequestID: requestID(w), ClientRequestID: clientRequestID(r),
+		Status: usage.StatusInProgress, CreatedAt: x.start}
 	if x.rec.ClientRequestID != "" {
 		w.Header()[hdrClientRequestID] = []string{x.rec.ClientRequestID}
 	}
@@ -73,32 +68,26 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	x.serve(n)
 }
 
-// serve admits the request, then hands it to the JSON or the SSE path.
-//
-// Admission is its own call so that its frame (the checks, the body, the
-// parse: about 1 KB of stack) is gone before the relay starts: a stream's
-// handler goroutine then stays within its first 8 KiB of stack through the
-// deepest things it does (the response's first flush, the log line at the
-// end), instead of growing to 16 KiB and keeping that for the stream's
-// whole life: 8 KB less per open stream (docs/BENCHMARK.md, "a stream's
-// handler goroutine within 8 KiB of stack").
+// serve admits the request, then hands it to the JSON or the SSE path
+// under the alias's total deadline, which bounds every attempt, fallbacks
+// and the relay included.
 func (x *exchange) serve(inflight int64) {
 	if !x.admitChat(inflight) {
 		return
 	}
-	x.deadline = time.Now().Add(ms(x.alias.Timeouts.TotalMs)) // deadline.go
+	x.deadline = time.Now().Add(ms(x.alias.Timeouts.TotalMs))
+	ctx, cancel := context.WithDeadline(x.r.Context(), x.deadline)
+	defer cancel()
 	if x.p.stream {
-		x.relaySSE(x.r.Context())
+		x.relaySSE(ctx)
 	} else {
-		x.completeJSON(x.r.Context())
+		x.completeJSON(ctx)
 	}
 }
 
 // admitChat runs every check before a provider is called, answering and
 // recording a refusal itself; true when the request may go on, with x.p and
 // x.alias set.
-//
-//go:noinline
 func (x *exchange) admitChat(inflight int64) bool {
 	s, st := x.s, x.st
 	// A ledger that cannot commit comes before everything: nothing the
@@ -161,11 +150,6 @@ func (x *exchange) admitChat(inflight int64) bool {
 	}
 	x.p = p
 	x.rec.Alias, x.rec.Stream = p.alias, p.stream
-	if p.stream {
-		// A stream's first byte waits for its in_progress row: have it
-		// written now, while the provider works, not held (BeginHold).
-		x.persistBegin()
-	}
 	alias, aerr := authorizeModel(st, key, p.alias)
 	if aerr != nil {
 		x.reject(aerr)
@@ -246,11 +230,14 @@ func clientRequestID(r *http.Request) string {
 	return id
 }
 
-// begin opens the in_progress record. It runs right after authentication (an
-// in-memory lookup), so that a record recovered after a crash already belongs
-// to its key and shows up in that key's /v1/usage.
+// begin makes the in_progress record durable before any provider call or
+// response byte. It runs right after authentication (an in-memory lookup),
+// so that a record recovered after a crash already belongs to its key and
+// shows up in that key's /v1/usage. A Begin that fails (the ledger cannot
+// write) leaves the request to its final record, which Finish inserts on
+// its own (and logs if it cannot).
 func (x *exchange) begin() {
-	x.pending = x.s.ledger.Begin(x.rec)
+	_ = x.s.ledger.Begin(x.rec)
 }
 
 // reject answers a request the gateway refused before calling any provider.
@@ -284,10 +271,8 @@ func (x *exchange) finalize(status string, httpStatus int) {
 	x.rec.LatencyMs = x.rec.FinishedAt.Sub(x.start).Milliseconds()
 	x.priceRecord()
 	x.settleQuota()
-	// The client may be gone; the record must still be written. The ledger
-	// only selects on the bound's Done, and only when it has to wait, so the
-	// bound is one whose timer starts then (detachedCtx).
-	ctx, cancel := detachedTimeout(x.r.Context(), 10*time.Second)
+	// The client may be gone; the record must still be written.
+	ctx, cancel := x.detached(10 * time.Second)
 	defer cancel()
 	if err := x.s.ledger.Finish(ctx, x.rec); err != nil {
 		x.s.log.Error("usage record not finalized", "request_id", x.rec.RequestID, "err", err)
@@ -302,28 +287,9 @@ func (x *exchange) finalize(status string, httpStatus int) {
 	x.logLine(status, httpStatus)
 }
 
-// logLine writes the request's one log line, with typed attributes (no
-// boxing), straight to the handler: Logger.LogAttrs would also take the
-// caller's PC with runtime.Callers, for a source location the gateway's
-// handler never prints (≈ 0.6 % of its CPU per stream in a profile at c=8).
+// logLine writes the request's one log line: the fields of its final record.
 func (x *exchange) logLine(status string, httpStatus int) {
-	ctx := context.Background()
-	h := x.s.log.Handler()
-	if !h.Enabled(ctx, slog.LevelInfo) {
-		return
-	}
-	r := slog.NewRecord(time.Now(), slog.LevelInfo, "chat", 0)
-	x.addLogAttrs(&r, status, httpStatus)
-	_ = h.Handle(ctx, r) // a logger has nowhere to report its own failure
-}
-
-// addLogAttrs is apart from logLine so that the attributes' temporaries
-// (about 1.2 KB of stack) are gone before the handler runs: the log line is
-// the deepest call of a stream's handler goroutine (see serve).
-//
-//go:noinline
-func (x *exchange) addLogAttrs(r *slog.Record, status string, httpStatus int) {
-	r.AddAttrs(slog.String("request_id", x.rec.RequestID),
+	x.s.log.LogAttrs(context.Background(), slog.LevelInfo, "chat", slog.String("request_id", x.rec.RequestID),
 		slog.String("key_id", x.rec.KeyID), slog.String("alias", x.rec.Alias), slog.String("provider", x.rec.Provider),
 		slog.String("status", status), slog.Int("http_status", httpStatus), slog.String("error_type", x.rec.ErrorType),
 		slog.Int("fallbacks", x.rec.Fallbacks), slog.Bool("stream", x.rec.Stream), slog.Int("input_tokens", x.rec.InputTokens),
@@ -331,40 +297,7 @@ func (x *exchange) addLogAttrs(r *slog.Record, status string, httpStatus int) {
 }
 
 // detached is a context for work the request needs done even if its client
-// hangs up (the begin's insert, the quota store), bounded by d instead.
+// hangs up (the final record, the quota store), bounded by d instead.
 func (x *exchange) detached(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(x.r.Context()), d)
-}
-
-// persistBegin asks for the in_progress row to be written now rather than at
-// the end of the ledger's Begin hold; it does not wait.
-func (x *exchange) persistBegin() {
-	if x.pending == nil || x.persisted {
-		return
-	}
-	x.persisted = true
-	if x.pending.Err() == nil {
-		return // durable already (the begin journal): no context, no timer
-	}
-	ctx, cancel := x.detached(5 * time.Second)
-	defer cancel()
-	if err := x.s.ledger.Persist(ctx, x.pending); err != nil {
-		x.s.log.Error("usage record insert not requested", "request_id", x.rec.RequestID, "err", err)
-	}
-}
-
-// waitBegun holds the first response byte until the in_progress insert is
-// durable; after a crash, a client that saw any byte finds a record.
-func (x *exchange) waitBegun() {
-	if x.pending == nil || x.pending.Err() == nil {
-		return // nothing to wait for: the usual case with the begin journal
-	}
-	t := time.NewTimer(5 * time.Second)
-	defer t.Stop()
-	x.persistBegin() // usually done already, when the request was parsed
-	select {
-	case <-x.pending.Committed():
-	case <-t.C:
-		x.s.log.Error("usage record insert is slow; answering anyway", "request_id", x.rec.RequestID)
-	}
 }

@@ -24,12 +24,11 @@ func (x *exchange) completeJSON(ctx context.Context) {
 	x.answerJSON(comp)
 }
 
-// callJSON is one attempt, bounded by the alias's attempt timeout.
+// callJSON is one attempt, bounded by the alias's attempt timeout (and by
+// the total deadline, through ctx).
 func (x *exchange) callJSON(ctx context.Context, rt snapshot.Route) (*provider.Completion, *failure) {
-	actx, cancel, timer := x.attemptContext(ctx, ms(x.alias.Timeouts.AttemptMs), errAttemptTimeout)
-	// After classify: the cause must still say why the attempt ended.
-	defer cancel(nil)
-	defer timer.Stop()
+	actx, cancel := context.WithTimeoutCause(ctx, ms(x.alias.Timeouts.AttemptMs), errAttemptTimeout)
+	defer cancel() // after classify: the cause must still say why the attempt ended
 	req := x.p.req
 	req.Model = rt.Model
 	comp, err := x.st.adapters[rt.Provider].Complete(actx, &req)
@@ -49,8 +48,7 @@ func (x *exchange) answerJSON(c *provider.Completion) {
 	}
 	x.setUsage(u)
 	body := encodeCompletion(x.rec.RequestID, x.start.Unix(), x.p.alias, c.Text, finishReason(c.FinishReason), usageOf(&x.rec))
-	// No waitBegun: finalize commits the final record (FIFO after its
-	// Begin, or in its place) before the first byte.
+	// The final record is durable before the first byte.
 	x.finalize(statusSuccess, http.StatusOK)
 	h := x.w.Header()
 	h["Content-Type"] = jsonType

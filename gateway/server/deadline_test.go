@@ -1,57 +1,58 @@
-package server
+package server_test
 
 import (
-	"context"
-	"errors"
+	"net/http"
 	"testing"
-	"time"
+
+	"github.com/llmgw/llmgw/api/snapshot"
 )
 
-// An attempt's one timer ends it at its own timeout or at the alias's total
-// deadline, whichever comes first, and its cause says which.
-func TestAttemptContextEndsAtTheFirstDeadline(t *testing.T) {
-	tests := []struct {
-		name      string
-		deadline  time.Duration // from now; 0: no total deadline
-		d         time.Duration
-		wantCause error
-	}{
-		{"own timeout first", time.Hour, 20 * time.Millisecond, errAttemptTimeout},
-		{"total deadline first", 20 * time.Millisecond, time.Hour, context.DeadlineExceeded},
-		{"no total deadline", 0, 20 * time.Millisecond, errAttemptTimeout},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			x := &exchange{}
-			if tc.deadline > 0 {
-				x.deadline = time.Now().Add(tc.deadline)
-			}
-			actx, cancel, timer := x.attemptContext(context.Background(), tc.d, errAttemptTimeout)
-			defer cancel(nil)
-			defer timer.Stop()
-			select {
-			case <-actx.Done():
-			case <-time.After(10 * time.Second):
-				t.Fatal("the attempt never ended")
-			}
-			if cause := context.Cause(actx); !errors.Is(cause, tc.wantCause) {
-				t.Fatalf("cause %v, want %v", cause, tc.wantCause)
-			}
-		})
-	}
-}
+// The alias's total deadline bounds a stream before its first content (the
+// answer names the deadline, not the attempt timeout, and no fallback is
+// tried) and after it (a stream that keeps sending within its idle timeout
+// is still cut at the deadline: one error event, then [DONE], a partial
+// record).
+func TestTotalDeadlineBoundsAStream(t *testing.T) {
+	// The attempt timeout may not exceed the total; the first-chunk and idle
+	// timeouts are far beyond it.
+	long := snapshot.Timeouts{TotalMs: 600, AttemptMs: 600, FirstChunkMs: 10_000, IdleMs: 10_000}
+	h := newHarness(t, func(s *snapshot.Snapshot) {
+		s.Aliases = append(s.Aliases, snapshot.Alias{Name: "chat-deadline", Primary: snapshot.Route{Provider: "alpha", Model: "a"},
+			Fallbacks: []snapshot.Route{{Provider: "beta", Model: "b"}}, Timeouts: long})
+		s.Keys[0].Models = []string{"*"}
+	})
 
-// An attempt that starts after the total deadline is over before it begins:
-// the adapter is given a context that is already done.
-func TestAttemptAfterTheDeadlineIsDoneAtOnce(t *testing.T) {
-	x := &exchange{deadline: time.Now().Add(-time.Millisecond)}
-	actx, cancel, timer := x.attemptContext(context.Background(), time.Hour, errFirstChunkTimeout)
-	defer cancel(nil)
-	defer timer.Stop()
-	if actx.Err() == nil || !errors.Is(context.Cause(actx), context.DeadlineExceeded) {
-		t.Fatalf("err %v, cause %v", actx.Err(), context.Cause(actx))
-	}
-	if got := x.untilDeadline(time.Hour); got > 0 {
-		t.Fatalf("untilDeadline after the deadline: %v", got)
-	}
+	t.Run("before the first content", func(t *testing.T) {
+		r := h.chat(h.keyA, chatBody("chat-deadline", true, "alpha:delay_ms=3000"))
+		e := r.errorBody(t)
+		if r.status != http.StatusGatewayTimeout || e.Error.Type != "provider_timeout" || e.Error.Code != "gateway_deadline_exceeded" {
+			t.Fatalf("got %d %s/%s, want 504 provider_timeout/gateway_deadline_exceeded", r.status, e.Error.Type, e.Error.Code)
+		}
+		rec := h.record(r.header.Get("X-Request-Id"))
+		if rec.Status != "error" || rec.Fallbacks != 0 || len(rec.Attempts) != 1 || rec.Attempts[0].Outcome != "timeout" {
+			t.Fatalf("record %+v", rec)
+		}
+		if c := mockCalls(t, h.beta); c.Total != 0 {
+			t.Fatalf("the fallback was called %d times after the total deadline", c.Total)
+		}
+	})
+
+	t.Run("after the first content", func(t *testing.T) {
+		// 20 pieces 100 ms apart: 2 s of a stream that never idles.
+		r := h.chat(h.keyA, chatBody("chat-deadline", true, "alpha:chunks=20 alpha:chunk_delay_ms=100"))
+		if r.status != http.StatusOK {
+			t.Fatalf("status %d: %s", r.status, r.body)
+		}
+		s := summarize(t, sseEvents(t, r.body))
+		if s.done != 1 || !s.doneIsLast || len(s.errors) != 1 || s.contentN == 0 || s.contentN >= 20 {
+			t.Fatalf("summary %+v: want some content, one error event and one [DONE] last", s)
+		}
+		if e := s.errors[0].Error; e.Type != "stream_error" || e.Code != "upstream_timeout" {
+			t.Fatalf("error event %+v", e)
+		}
+		rec := h.record(r.header.Get("X-Request-Id"))
+		if rec.Status != "partial" || rec.Fallbacks != 0 || len(rec.Attempts) != 1 || rec.Attempts[0].Outcome != "timeout" {
+			t.Fatalf("record %+v", rec)
+		}
+	})
 }

@@ -1,58 +1,127 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/llmgw/llmgw/api/wire/openai"
+	"github.com/llmgw/llmgw/gateway/usage"
 )
 
-// The reference the hand-written encoder must match byte for byte.
-type completionJSON struct {
-	ID      string           `json:"id"`
-	Object  string           `json:"object"`
-	Created int64            `json:"created"`
-	Model   string           `json:"model"`
-	Choices []completionItem `json:"choices"`
-	Usage   usageJSON        `json:"usage"`
+// quoted is s as encoding/json writes a string: the answers escape text as
+// they always did (<, >, & and U+2028/U+2029 as \u escapes).
+func quoted(t testing.TB, s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
-type completionItem struct {
-	Index        int         `json:"index"`
-	Message      messageJSON `json:"message"`
-	FinishReason string      `json:"finish_reason"`
-}
+// Texts that exercise escaping; all valid UTF-8, as a provider's decoded
+// text always is.
+var encodeTexts = []string{"Hello, world.", "", "quotes \" and \\ and\nnewlines\t<html> & ünïcödé \u2028 \u2029 \x01 \x7f 😀"}
 
-type messageJSON struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-func TestEncodeCompletionMatchesMarshal(t *testing.T) {
-	u := usageJSON{PromptTokens: 25, CompletionTokens: 14, TotalTokens: 39}
-	u.PromptTokensDetails.CachedTokens = 7
-	u.CompletionTokensDetails.ReasoningTokens = 3
-	for _, c := range []struct{ alias, text, finish string }{
-		{"chat-alpha", "Hello, world.", "stop"},
-		{"a/b:c@d+e", "", "length"},
-		{"chat", "quotes \" and \\ and\nnewlines\t<html> & ünïcödé \u2028 \x01 \xff", "content_filter"},
-	} {
-		want, err := json.Marshal(completionJSON{
-			ID: "chatcmpl-req_01ABC", Object: "chat.completion", Created: 1796066039, Model: c.alias,
-			Choices: []completionItem{{Message: messageJSON{Role: "assistant", Content: c.text}, FinishReason: c.finish}},
-			Usage:   u,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := encodeCompletion("req_01ABC", 1796066039, c.alias, c.text, c.finish, u)
-		if !bytes.Equal(got, append(want, '\n')) {
-			t.Errorf("text %q:\n got %s\nwant %s", c.text, got, want)
+func TestEncodeCompletionGolden(t *testing.T) {
+	u := usageOf(&usage.Record{InputTokens: 25, OutputTokens: 14, CachedInputTokens: 7, ReasoningTokens: 3})
+	for _, alias := range []string{"chat-alpha", "a/b:c@d+e<&>"} {
+		for _, text := range encodeTexts {
+			got := encodeCompletion("req_01ABC", 1796066039, alias, text, "length", u)
+			want := `{"id":"chatcmpl-req_01ABC","object":"chat.completion","created":1796066039,"model":` + quoted(t, alias) +
+				`,"choices":[{"index":0,"message":{"role":"assistant","content":` + quoted(t, text) + `},"finish_reason":"length"}],` +
+				`"usage":{"prompt_tokens":25,"completion_tokens":14,"total_tokens":39,"prompt_tokens_details":{"cached_tokens":7},` +
+				`"completion_tokens_details":{"reasoning_tokens":3}}}` + "\n"
+			if string(got) != want {
+				t.Errorf("text %q:\n got %s\nwant %s", text, got, want)
+			}
 		}
 	}
 }
 
+// The relay's chunks, with a short alias and one that needs escapes, and
+// with usage asked for (every chunk but the usage one has "usage":null) or
+// not (no usage member).
+func TestChunkEncoderGolden(t *testing.T) {
+	const id, created = "req_01M8PY1NSK0002XJS23DQZYBBV", 1796066039
+	for _, alias := range []string{"chat-alpha", "a/b:\"c\"\\ü\u2028" + strings.Repeat("x", 300)} {
+		for _, withUsage := range []bool{false, true} {
+			var e chunkEncoder
+			e.init(id, created, alias, withUsage)
+			head := `data: {"id":"chatcmpl-` + id + `","object":"chat.completion.chunk","created":1796066039,"model":` + quoted(t, alias) + `,"choices":[`
+			tail := "}\n\n"
+			if withUsage {
+				tail = `,"usage":null}` + "\n\n"
+			}
+			want := []string{head + `{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]` + tail}
+			got := []string{string(e.role(nil))}
+			for _, text := range encodeTexts {
+				if text == "" {
+					continue
+				}
+				want = append(want, head+`{"index":0,"delta":{"content":`+quoted(t, text)+`},"finish_reason":null}]`+tail)
+				got = append(got, string(e.content(nil, text)))
+			}
+			want = append(want, head+`{"index":0,"delta":{},"finish_reason":"stop"}]`+tail)
+			got = append(got, string(e.finish(nil, "stop")))
+			want = append(want, head+`],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,`+
+				`"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`+"\n\n")
+			got = append(got, string(e.usage(nil, usageOf(&usage.Record{InputTokens: 5, OutputTokens: 2}))))
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("alias %d B, usage %v, event %d:\n got %s\nwant %s", len(alias), withUsage, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// Events append to what the relay's buffer holds.
+func TestChunkEncoderAppends(t *testing.T) {
+	var e chunkEncoder
+	e.init("r", 1, "m", false)
+	b := e.content([]byte("data: [x]\n\n"), "a")
+	b = e.content(b, "b")
+	if want := "data: [x]\n\n" + string(e.content(nil, "a")) + string(e.content(nil, "b")); string(b) != want {
+		t.Fatalf("got %q, want %q", b, want)
+	}
+}
+
+func TestErrorJSONGolden(t *testing.T) {
+	for _, c := range []struct {
+		e    apiError
+		want string
+	}{
+		{apiError{typ: typeInvalidRequest, code: "invalid_value", param: "messages[0].content", message: "content <b> & \"x\""},
+			`{"error":{"message":"content \u003cb\u003e \u0026 \"x\"","type":"invalid_request_error","code":"invalid_value","param":"messages[0].content","request_id":"req_1"}}`},
+		{apiError{typ: typeRateLimit, code: "rate_limited", message: "slow down", retryAfter: 1500 * time.Millisecond},
+			`{"error":{"message":"slow down","type":"rate_limit_error","code":"rate_limited","param":null,"request_id":"req_1","retry_after_ms":1500}}`},
+	} {
+		if got := string(appendErrorJSON(nil, &c.e, "req_1")); got != c.want {
+			t.Errorf("got  %s\nwant %s", got, c.want)
+		}
+		if got, want := string(appendErrorEvent(nil, &c.e, "req_1")), "data: "+c.want+"\n\n"; got != want {
+			t.Errorf("event: got %q, want %q", got, want)
+		}
+	}
+}
+
+// Invalid UTF-8 (which no provider text carries: its decoder replaced it)
+// is written as U+FFFD, as encoding/json reads it too.
+func TestEncodeInvalidUTF8(t *testing.T) {
+	var c openai.ChatCompletion
+	body := encodeCompletion("r", 1, "m", "a\xffb", "stop", usageOf(&usage.Record{}))
+	if err := json.Unmarshal(body, &c); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Choices[0].Message.Content; got != "a\uFFFDb" {
+		t.Fatalf("content %q", got)
+	}
+}
+
 func BenchmarkEncodeCompletion(b *testing.B) {
-	u := usageJSON{PromptTokens: 25, CompletionTokens: 14, TotalTokens: 39}
+	u := usageOf(&usage.Record{InputTokens: 25, OutputTokens: 14})
 	b.ReportAllocs()
 	for b.Loop() {
 		encodeCompletion("req_01M8PY1NSK0002XJS23DQZYBBV", 1796066039, "chat-alpha",
@@ -60,74 +129,13 @@ func BenchmarkEncodeCompletion(b *testing.B) {
 	}
 }
 
-func BenchmarkEncodeCompletionMarshal(b *testing.B) {
-	u := usageJSON{PromptTokens: 25, CompletionTokens: 14, TotalTokens: 39}
+// BenchmarkEncodeChunk is one content chunk of the SSE relay.
+func BenchmarkEncodeChunk(b *testing.B) {
+	var e chunkEncoder
+	e.init("req_01M8PY1NSK0002XJS23DQZYBBV", 1796066039, "chat-alpha", false)
+	buf := make([]byte, 0, 512)
 	b.ReportAllocs()
 	for b.Loop() {
-		out, _ := json.Marshal(completionJSON{
-			ID: "chatcmpl-req_01M8PY1NSK0002XJS23DQZYBBV", Object: "chat.completion", Created: 1796066039, Model: "chat-alpha",
-			Choices: []completionItem{{Message: messageJSON{Role: "assistant",
-				Content: "Hamlet, prince of Denmark, learns that his uncle murdered his father."}, FinishReason: "stop"}},
-			Usage: u,
-		})
-		_ = append(out, '\n')
-	}
-}
-
-// The chunks' reference: OpenAI's chat.completion.chunk as json.Marshal
-// writes it (usage present only when the caller asked for it).
-type chunkJSON struct {
-	ID      string      `json:"id"`
-	Object  string      `json:"object"`
-	Created int64       `json:"created"`
-	Model   string      `json:"model"`
-	Choices []chunkItem `json:"choices"`
-	Usage   *usageJSON  `json:"usage,omitempty"`
-}
-
-type chunkItem struct {
-	Index        int       `json:"index"`
-	Delta        deltaJSON `json:"delta"`
-	FinishReason *string   `json:"finish_reason"`
-}
-
-type deltaJSON struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
-}
-
-// The relay's chunks are byte for byte what json.Marshal writes, with a
-// short alias (the prefix in the encoder's own storage) and one longer than
-// that storage, and with usage asked for or not.
-func TestChunkEncoderMatchesMarshal(t *testing.T) {
-	const id, created = "req_01M8PY1NSK0002XJS23DQZYBBV", 1796066039
-	str := func(s string) *string { return &s }
-	for _, alias := range []string{"chat-alpha", "a/b:\"c\"\\ü\u2028" + string(bytes.Repeat([]byte("x"), 300))} {
-		for _, withUsage := range []bool{false, true} {
-			var e chunkEncoder
-			e.init(id, created, alias, withUsage)
-			event := func(c chunkJSON) string {
-				c.ID, c.Object, c.Created, c.Model = "chatcmpl-"+id, "chat.completion.chunk", created, alias
-				b, err := json.Marshal(c)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if withUsage && c.Usage == nil { // the usage member of every other chunk is null
-					b = append(b[:len(b)-1], `,"usage":null}`...)
-				}
-				return "data: " + string(b) + "\n\n"
-			}
-			u := usageJSON{PromptTokens: 5, CompletionTokens: 2, TotalTokens: 7}
-			for _, c := range []struct{ got, want string }{
-				{string(e.role(nil)), event(chunkJSON{Choices: []chunkItem{{Delta: deltaJSON{Role: "assistant", Content: str("")}}}})},
-				{string(e.content(nil, "quotes \" \\ \n ü \x01")), event(chunkJSON{Choices: []chunkItem{{Delta: deltaJSON{Content: str("quotes \" \\ \n ü \x01")}}}})},
-				{string(e.finish(nil, "stop")), event(chunkJSON{Choices: []chunkItem{{FinishReason: str("stop")}}})},
-				{string(e.usage(nil, u)), event(chunkJSON{Choices: []chunkItem{}, Usage: &u})},
-			} {
-				if c.got != c.want {
-					t.Errorf("alias %d B, usage %v:\n got %s\nwant %s", len(alias), withUsage, c.got, c.want)
-				}
-			}
-		}
+		buf = e.content(buf[:0], " word")
 	}
 }

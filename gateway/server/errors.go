@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/llmgw/llmgw/gateway/jsonenc"
+	"github.com/llmgw/llmgw/api/wire/openai"
 )
 
 // Error types: the stable, documented vocabulary of the gateway's error shape
@@ -38,29 +38,18 @@ func errInvalid(code, param, msg string) *apiError {
 	return &apiError{status: http.StatusBadRequest, typ: typeInvalidRequest, code: code, param: param, message: msg}
 }
 
-// appendErrorJSON writes the error body; hand-assembled around
-// jsonenc.AppendString so error paths cost no reflection and field order is
-// stable for tests.
+// appendErrorJSON appends the error body.
 func appendErrorJSON(b []byte, e *apiError, requestID string) []byte {
-	b = append(b, `{"error":{"message":`...)
-	b = jsonenc.AppendString(b, e.message)
-	b = append(b, `,"type":`...)
-	b = jsonenc.AppendString(b, e.typ)
-	b = append(b, `,"code":`...)
-	b = jsonenc.AppendString(b, e.code)
-	b = append(b, `,"param":`...)
-	if e.param == "" {
-		b = append(b, "null"...)
-	} else {
-		b = jsonenc.AppendString(b, e.param)
+	d := openai.ErrorDetail{Message: e.message, Type: e.typ, Code: openai.Text(e.code), RequestID: &requestID}
+	if e.param != "" {
+		d.Param = &e.param
 	}
-	b = append(b, `,"request_id":`...)
-	b = jsonenc.AppendString(b, requestID)
 	if e.retryAfter > 0 {
-		b = append(b, `,"retry_after_ms":`...)
-		b = strconv.AppendInt(b, e.retryAfter.Milliseconds(), 10)
+		d.RetryAfterMS = e.retryAfter.Milliseconds()
 	}
-	return append(b, "}}"...)
+	w := appendWriter{b}
+	appendJSON(&w, &openai.ErrorResponse{Error: d})
+	return w.b
 }
 
 func writeError(w http.ResponseWriter, e *apiError, requestID string) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/gateway/provider"
@@ -127,8 +128,9 @@ var failures = [numFailKinds]failureRow{
 }
 
 // classify names an attempt's failure. The client going away explains any
-// failure; the attempt context's cancel cause names the gateway's own
-// timeouts, which the adapter only saw as a cancellation.
+// failure, then the alias's total deadline; the attempt context's cancel
+// cause names the gateway's other timeouts, which the adapter only saw as a
+// cancellation.
 func (x *exchange) classify(actx context.Context, rt snapshot.Route, err error, sent bool) *failure {
 	var pe *provider.Error
 	if !errors.As(err, &pe) {
@@ -139,9 +141,8 @@ func (x *exchange) classify(actx context.Context, rt snapshot.Route, err error, 
 	case x.r.Context().Err() != nil:
 		f.kind = failCanceled
 	case x.pastDeadline():
-		// The attempt's timer fired at the total deadline (its cause is
-		// context.DeadlineExceeded only then), or the provider's answer
-		// came after the deadline, before the timer did.
+		// The total deadline's context ended the attempt, or the provider's
+		// answer came after the deadline, before its timer fired.
 		f.kind = failDeadline
 		f.err = &provider.Error{Kind: provider.KindTimeout, Message: context.DeadlineExceeded.Error(), Err: err}
 	case errors.Is(cause, errAttemptTimeout), errors.Is(cause, errFirstChunkTimeout), errors.Is(cause, errIdleTimeout):
@@ -151,6 +152,10 @@ func (x *exchange) classify(actx context.Context, rt snapshot.Route, err error, 
 		f.kind = kindOf(pe)
 	}
 	return f
+}
+
+func (x *exchange) pastDeadline() bool {
+	return !x.deadline.IsZero() && !time.Now().Before(x.deadline)
 }
 
 func kindOf(pe *provider.Error) failKind {

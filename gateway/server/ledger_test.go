@@ -118,10 +118,10 @@ func TestExactlyOneRecordPerRequest(t *testing.T) {
 
 	// Scan the database files' bytes for anything that must not be stored.
 	var db []byte
-	// -begins is the begin journal (on by default): each request's Begin
-	// as a line, until the file is rewritten past 4 MiB.
+	// -begins is the ledger's journal: each request's Begin and final
+	// record as lines, until the file is rewritten past 4 MiB.
 	if b, err := os.ReadFile(h.dbPath + "-begins"); err != nil || len(b) == 0 {
-		t.Fatalf("begin journal to scan: %d bytes, %v", len(b), err)
+		t.Fatalf("journal to scan: %d bytes, %v", len(b), err)
 	}
 	for _, suffix := range []string{"", "-wal", "-shm", "-begins"} {
 		b, err := os.ReadFile(h.dbPath + suffix)

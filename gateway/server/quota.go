@@ -24,8 +24,8 @@ import (
 // budget (money), OpenAI's type for an exhausted quota.
 const typeInsufficientQuota = "insufficient_quota"
 
-// quotaStoreTimeout bounds one store call on the request path; the store
-// itself bounds its network calls more tightly.
+// quotaStoreTimeout bounds one store call on the request path, detached
+// from the client; the store itself bounds its network calls more tightly.
 const quotaStoreTimeout = 5 * time.Second
 
 // reservationGrace is how much longer than its alias's total timeout a
@@ -45,24 +45,13 @@ func errQuotaStore() *apiError {
 		message: "the gateway cannot check this key's limits right now; retry shortly", retryAfter: time.Second}
 }
 
-// storeContext bounds a quota store call by quotaStoreTimeout, detached
-// from the client. The in-process store answers from memory and never
-// waits, so it gets no timer: a context with a timer costs three
-// allocations and a timer start and stop on every request.
-func (x *exchange) storeContext() (context.Context, context.CancelFunc) {
-	if _, inProcess := x.s.quota.(*quota.Memory); inProcess {
-		return context.Background(), func() {}
-	}
-	return x.detached(quotaStoreTimeout)
-}
-
 // checkRate takes one request from the key's requests-per-minute bucket; the
 // token is never given back. Store calls outlive a client that hangs up
 // (bounded by quotaStoreTimeout): the request then ends as canceled, with its
 // reservation settled, rather than as a store failure.
 func (x *exchange) checkRate(key *snapshot.Key) *apiError {
 	s := x.s
-	ctx, cancel := x.storeContext()
+	ctx, cancel := x.detached(quotaStoreTimeout)
 	defer cancel()
 	d, err := s.quota.Reserve(ctx, "", []quota.Limit{quota.RateLimit(key)}, 0, s.now())
 	if err != nil {
@@ -94,7 +83,7 @@ func (x *exchange) admit(key *snapshot.Key) *apiError {
 	case plan.Empty():
 		return nil
 	}
-	ctx, cancel := x.storeContext()
+	ctx, cancel := x.detached(quotaStoreTimeout)
 	defer cancel()
 	ttl := ms(x.alias.Timeouts.TotalMs) + reservationGrace
 	d, err := s.quota.Reserve(ctx, x.rec.RequestID, plan.Limits, ttl, s.now())
@@ -133,7 +122,7 @@ func (x *exchange) settleQuota() {
 	}
 	x.hold = nil
 	tokens := int64(x.rec.InputTokens) + int64(x.rec.OutputTokens)
-	ctx, cancel := x.storeContext()
+	ctx, cancel := x.detached(quotaStoreTimeout)
 	defer cancel()
 	if err := x.s.quota.Settle(ctx, x.rec.RequestID, h.plan.Actual(tokens, x.rec.Cost), x.s.now()); err != nil {
 		// The reservation stays taken until its ttl: the key is limited

@@ -60,14 +60,15 @@ type streamAttempt struct {
 // the attempt and first-chunk timeouts.
 func (x *exchange) openStream(ctx context.Context, rt snapshot.Route) (*streamAttempt, *failure) {
 	// For a stream both the attempt and the first-chunk timeout run from
-	// the start of the attempt to its first content, so one timer for the
-	// earlier of the two does (timers cost on every request); it stops at
-	// the total deadline too (deadline.go).
+	// the start of the attempt to its first content: one timer, for the
+	// earlier of the two, stopped at the first content. The total deadline
+	// comes with ctx and holds for the whole stream.
 	d, cause := ms(x.alias.Timeouts.AttemptMs), errAttemptTimeout
 	if f := ms(x.alias.Timeouts.FirstChunkMs); f < d {
 		d, cause = f, errFirstChunkTimeout
 	}
-	actx, cancel, timer := x.attemptContext(ctx, d, cause)
+	actx, cancel := context.WithCancelCause(ctx)
+	timer := time.AfterFunc(d, func() { cancel(cause) })
 	req := x.p.req
 	req.Model = rt.Model
 	sa := &streamAttempt{route: rt, cancel: cancel, actx: actx}
@@ -154,7 +155,6 @@ func (x *exchange) commit(sa *streamAttempt) *sseRelay {
 	rl := &sseRelay{x: x, sa: sa, rc: http.NewResponseController(x.w), providerTime: providerTime}
 	rl.enc.init(x.rec.RequestID, x.start.Unix(), x.p.alias, x.p.includeUsage)
 	rl.texts = rl.textStore[:0]
-	x.waitBegun()
 	h := x.w.Header()
 	h["Content-Type"], h["Cache-Control"], h["X-Accel-Buffering"] = sseContentType, noCache, noBuffering
 	h[hdrProvider] = []string{sa.route.Provider}
@@ -189,8 +189,7 @@ func (rl *sseRelay) pump(ctx context.Context) *failure {
 	var upErr error
 	if !sa.ended {
 		idle := ms(x.alias.Timeouts.IdleMs)
-		// The idle timer stops at the total deadline too (deadline.go).
-		idleTimer := time.AfterFunc(x.untilDeadline(idle), func() { sa.cancel(x.timeoutCause(errIdleTimeout)) })
+		idleTimer := time.AfterFunc(idle, func() { sa.cancel(errIdleTimeout) })
 		buffered, _ := sa.stream.(provider.Buffered)
 		for first := true; ; first = false {
 			var ev provider.Event
@@ -203,7 +202,7 @@ func (rl *sseRelay) pump(ctx context.Context) *failure {
 				ev, err = sa.stream.Next()
 				got = true
 				if err == nil {
-					idleTimer.Reset(x.untilDeadline(idle)) // once per read from the network, not per event
+					idleTimer.Reset(idle) // once per read from the network, not per event
 				}
 			case buffered != nil:
 				ev, got, err = buffered.TryNext()
@@ -358,9 +357,8 @@ func (rl *sseRelay) heldBuf() []byte {
 	return rl.buf
 }
 
-// releaseBuf gives the buffer back, in the handle it came in: a fresh
-// handle for every Put was an allocation per flush (docs/BENCHMARK.md,
-// "eleventh round"). A buffer an unusually long event grew is dropped:
+// releaseBuf gives the buffer back, in the handle it came in (a fresh
+// handle for every Put would be an allocation per flush). A buffer an unusually long event grew is dropped:
 // the pool holds no more than a typical stream needs.
 func (rl *sseRelay) releaseBuf() {
 	if rl.buf == nil {
@@ -374,8 +372,8 @@ func (rl *sseRelay) releaseBuf() {
 }
 
 // relayBufs recycles the relays' output buffers: a stream's events are
-// encoded into 1 KiB or so, and a fresh buffer per stream was one of the
-// larger allocations of a request (docs/BENCHMARK.md, "fourth round").
+// encoded into 1 KiB or so, which would otherwise be one of the larger
+// allocations of a request.
 var relayBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 func writeFlush(w http.ResponseWriter, rc *http.ResponseController, b []byte) error {

@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -17,62 +16,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/llmgw/llmgw/api/keyformat"
-	"github.com/llmgw/llmgw/gateway/jsonscan"
+	"github.com/llmgw/llmgw/api/wire/openai"
 	"github.com/llmgw/llmgw/gateway/provider"
 )
-
-// chatRequest is the supported subset of OpenAI's chat-completions request.
-// Known OpenAI parameters the gateway does not support are decoded only so
-// that they can be rejected by name instead of being silently dropped.
-type chatRequest struct {
-	Model               string          `json:"model"`
-	Messages            []chatMessage   `json:"messages"`
-	Stream              *bool           `json:"stream"`
-	StreamOptions       *streamOptions  `json:"stream_options"`
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Temperature         *float64        `json:"temperature"`
-	TopP                *float64        `json:"top_p"`
-	Stop                *jsontext.Value `json:"stop"`
-	User                *string         `json:"user"`
-	N                   *int            `json:"n"`
-
-	Tools             jsontext.Value `json:"tools"`
-	ToolChoice        jsontext.Value `json:"tool_choice"`
-	Functions         jsontext.Value `json:"functions"`
-	FunctionCall      jsontext.Value `json:"function_call"`
-	ParallelToolCalls jsontext.Value `json:"parallel_tool_calls"`
-	Logprobs          jsontext.Value `json:"logprobs"`
-	TopLogprobs       jsontext.Value `json:"top_logprobs"`
-	ResponseFormat    jsontext.Value `json:"response_format"`
-	LogitBias         jsontext.Value `json:"logit_bias"`
-	Seed              jsontext.Value `json:"seed"`
-	PresencePenalty   jsontext.Value `json:"presence_penalty"`
-	FrequencyPenalty  jsontext.Value `json:"frequency_penalty"`
-	Modalities        jsontext.Value `json:"modalities"`
-	Audio             jsontext.Value `json:"audio"`
-	Prediction        jsontext.Value `json:"prediction"`
-	ServiceTier       jsontext.Value `json:"service_tier"`
-	Store             jsontext.Value `json:"store"`
-	Metadata          jsontext.Value `json:"metadata"`
-	ReasoningEffort   jsontext.Value `json:"reasoning_effort"`
-
-	scan jsonscan.Reader // scanChatRequest's; the decoder ignores unexported fields
-}
-
-type streamOptions struct {
-	IncludeUsage *bool `json:"include_usage"`
-}
-
-type chatMessage struct {
-	Role    string         `json:"role"`
-	Content jsontext.Value `json:"content"`
-}
-
-type contentPart struct {
-	Type string  `json:"type"`
-	Text *string `json:"text"`
-}
 
 // limits bounds what one request may carry; zero values mean "no limit".
 type limits struct {
@@ -113,13 +59,9 @@ func parseChatRequest(body []byte, lim limits, countTokens func(string) int) (*p
 	if looksCompressed(body) {
 		return nil, errCompressed()
 	}
-	cr := chatRequests.Get().(*chatRequest)
-	defer putChatRequest(cr)
-	if !scanChatRequest(body, cr) {
-		*cr = chatRequest{} // what the scan filled before it gave up
-		if err := json.Unmarshal(body, cr, strictJSON); err != nil {
-			return nil, decodeError(err, body)
-		}
+	cr := new(openai.ChatCompletionRequest)
+	if err := json.Unmarshal(body, cr, strictJSON); err != nil {
+		return nil, decodeError(err, body)
 	}
 	if e := rejectUnsupported(cr); e != nil {
 		return nil, e
@@ -153,18 +95,9 @@ func parseChatRequest(body []byte, lim limits, countTokens func(string) int) (*p
 	return p, nil
 }
 
-// chatRequests recycles the decode target, the largest of a request's own
-// allocations (about 550 bytes). What the parse keeps (p) holds values the
-// decoder allocated apart, never a pointer into the struct, so a zeroed
-// struct can serve the next request.
-var chatRequests = sync.Pool{New: func() any { return new(chatRequest) }}
-
-func putChatRequest(cr *chatRequest) {
-	*cr = chatRequest{}
-	chatRequests.Put(cr)
-}
-
-func rejectUnsupported(cr *chatRequest) *apiError {
+// rejectUnsupported refuses, by name, the parameters of the protocol the
+// gateway does not support, instead of silently dropping them.
+func rejectUnsupported(cr *openai.ChatCompletionRequest) *apiError {
 	unsupported := []struct {
 		name string
 		raw  jsontext.Value
@@ -185,7 +118,7 @@ func rejectUnsupported(cr *chatRequest) *apiError {
 	return nil
 }
 
-func checkSampling(cr *chatRequest, p *parsedRequest) *apiError {
+func checkSampling(cr *openai.ChatCompletionRequest, p *parsedRequest) *apiError {
 	if cr.MaxTokens != nil && cr.MaxCompletionTokens != nil {
 		return errInvalid("invalid_value", "max_completion_tokens", "set max_tokens or max_completion_tokens, not both")
 	}
@@ -219,8 +152,8 @@ func checkSampling(cr *chatRequest, p *parsedRequest) *apiError {
 		}
 		p.req.User = *cr.User
 	}
-	if cr.Stop != nil {
-		stop, e := parseStop(*cr.Stop)
+	if len(cr.Stop) > 0 {
+		stop, e := parseStop(cr.Stop)
 		if e != nil {
 			return e
 		}
@@ -255,7 +188,7 @@ func parseStop(raw jsontext.Value) ([]string, *apiError) {
 	return many, nil
 }
 
-func parseMessages(msgs []chatMessage, lim limits, p *parsedRequest, countTokens func(string) int) *apiError {
+func parseMessages(msgs []openai.Message, lim limits, p *parsedRequest, countTokens func(string) int) *apiError {
 	if len(msgs) == 0 {
 		return errInvalid("missing_field", "messages", "messages must be a non-empty array")
 	}
@@ -336,7 +269,7 @@ func flattenContent(raw jsontext.Value, i int) (string, *apiError) {
 		if kind.Type != "text" {
 			return "", errInvalid("unsupported_parameter", partParam(i, j, ".type"), "only text content parts are supported")
 		}
-		var part contentPart
+		var part openai.ContentPart
 		if err := json.Unmarshal(pr, &part, strictJSON); err != nil {
 			return "", errInvalid("invalid_type", partParam(i, j, ""), "text content parts are {\"type\":\"text\",\"text\":...}")
 		}

@@ -65,7 +65,7 @@ func TestFallbackByFailure(t *testing.T) {
 		cancel(cause)
 		return ctx
 	}
-	// The attempt's timer fired at the alias's total deadline (deadline.go).
+	// The total deadline's context ended the attempt.
 	expired := func() context.Context { return causedBy(context.DeadlineExceeded) }
 	// The alias's total deadline: passed, or a minute away.
 	passed, ahead := time.Now().Add(-time.Second), time.Now().Add(time.Minute)

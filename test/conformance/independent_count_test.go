@@ -6,7 +6,6 @@ package conformance
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -18,8 +17,11 @@ import (
 	"testing"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"github.com/llmgw/llmgw/api/keyformat"
 	"github.com/llmgw/llmgw/api/snapshot"
+	"github.com/llmgw/llmgw/api/wire/openai"
 	"github.com/llmgw/llmgw/gateway/localstack"
 	"github.com/llmgw/llmgw/mockproviders"
 )
@@ -258,13 +260,17 @@ func send(t *testing.T, base string, k stackKey, sc scenario) int {
 	if sc.directive != "" {
 		content += "\n@mock " + sc.directive
 	}
-	body := map[string]any{"model": sc.alias, "user": k.id + "|" + sc.alias,
-		"messages": []map[string]string{{"role": "system", "content": "You are terse"}, {"role": "user", "content": content}}}
+	user, on := k.id+"|"+sc.alias, true
+	body := openai.ChatCompletionRequest{Model: sc.alias, User: &user, Messages: []openai.Message{
+		{Role: "system", Content: openai.Text("You are terse")}, {Role: "user", Content: openai.Text(content)}}}
 	if sc.stream {
-		body["stream"] = true
-		body["stream_options"] = map[string]bool{"include_usage": true}
+		body.Stream, body.StreamOptions = &on, &openai.StreamOptions{IncludeUsage: &on}
 	}
-	raw, _ := json.Marshal(body)
+	raw, err := jsonv2.Marshal(body)
+	if err != nil {
+		t.Error(err)
+		return -1
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if sc.cancelAfter > 0 {
@@ -314,14 +320,9 @@ func readChunks(body io.Reader, n int) int {
 		if !ok || data == "[DONE]" {
 			continue
 		}
-		var c struct {
-			Choices []struct {
-				Delta struct {
-					Content string `json:"content"`
-				} `json:"delta"`
-			} `json:"choices"`
-		}
-		if json.Unmarshal([]byte(data), &c) == nil && len(c.Choices) == 1 && c.Choices[0].Delta.Content != "" {
+		var c openai.ChatCompletionChunk
+		if jsonv2.Unmarshal([]byte(data), &c) == nil && len(c.Choices) == 1 && c.Choices[0].Delta.Content != nil &&
+			*c.Choices[0].Delta.Content != "" {
 			got++
 		}
 	}
@@ -490,7 +491,7 @@ func getJSON(t *testing.T, u, key string, v any) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %d %s", u, resp.StatusCode, b)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
+	if err := jsonv2.Unmarshal(b, v); err != nil {
 		t.Fatalf("GET %s: %v: %s", u, err, b)
 	}
 }

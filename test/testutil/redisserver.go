@@ -17,7 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// EnvRequireRedis, when true (1), makes the tests that need a real
+// EnvRequireRedis names the variable that, when true (1), makes the tests that need a real
 // redis-server fail instead of skipping when none is installed. make test
 // sets it (after installing one), so CI cannot pass without them.
 const EnvRequireRedis = "LLMGW_REQUIRE_REDIS"
@@ -86,6 +86,7 @@ func freeLoopbackPort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// URL is the server's address as a redis:// URL.
 func (s *RedisServer) URL() string { return fmt.Sprintf("redis://127.0.0.1:%d", s.port) }
 
 // start runs the server on s.port and waits until it answers PING.

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// EnvRequirePrivileged, when true (1), makes a test that needs root (to
+// EnvRequirePrivileged names the variable that, when true (1), makes a test that needs root (to
 // mount a filesystem) fail instead of skipping when it cannot get it. make
 // test sets it, so CI, which runs as root, cannot pass quietly without those
 // tests.

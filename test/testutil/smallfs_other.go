@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// EnvRequirePrivileged: see smallfs_linux.go.
+// EnvRequirePrivileged is the variable smallfs_linux.go describes.
 const EnvRequirePrivileged = "LLMGW_REQUIRE_PRIVILEGED"
 
 // SmallFS needs Linux's tmpfs: elsewhere it skips the test, or fails it when

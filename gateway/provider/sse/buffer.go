@@ -10,8 +10,8 @@ import (
 // readBuffer is the Reader's input buffer. A stream spends nearly all of
 // its life waiting for the model's next event, and the buffer a blocked read
 // was given stays allocated for as long as it waits: with a 4 KiB buffer per
-// stream, a thousand open streams held 4 MB of buffers that were empty
-// almost all the time (docs/BENCHMARK.md, "tenth round"). So a read that will
+// stream, a thousand open streams hold 4 MB of buffers that are empty
+// almost all the time. So a read that will
 // probably wait gets only a small buffer, which a stream keeps; the large
 // one, from a pool, serves bursts: a stream's start, and whatever follows a
 // read that filled its buffer, which says more is waiting.

@@ -149,25 +149,6 @@ func TestReset(t *testing.T) {
 	}
 }
 
-func TestNoAllocsPerEvent(t *testing.T) {
-	chunk := []byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\" word\"}}\n\n")
-	in := bytes.Repeat(chunk, 2000)
-	rd := bytes.NewReader(in)
-	r := NewReader(rd)
-	allocs := testing.AllocsPerRun(20, func() {
-		rd.Reset(in)
-		r.Reset(rd)
-		for {
-			if _, err := r.Next(); err != nil {
-				break
-			}
-		}
-	})
-	if allocs > 0 {
-		t.Fatalf("%v allocations per 2000-event stream, want 0", allocs)
-	}
-}
-
 func BenchmarkParse(b *testing.B) {
 	chunk := []byte("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" word\"},\"finish_reason\":null}]}\n\n")
 	in := bytes.Repeat(chunk, 1000)

@@ -203,7 +203,7 @@ var _ = Describe("limits shared across gateway replicas (quota store)", Ordered,
 		}
 		By("each gateway logged the outage once and the recovery once")
 		for name := range gwBefore {
-			// Info lines reach the log up to --log-flush-interval late.
+			// kubectl logs can lag the container's output by a moment.
 			Eventually(func(g Gomega) {
 				logs := k.must(ctx, "logs", name, "--since-time="+killed.Format(time.RFC3339))
 				g.Expect(strings.Count(logs, "quota store unreachable")).To(Equal(1), "%s logs since the kill:\n%s", name, logs)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +12,11 @@ import (
 	"strings"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	wire "github.com/llmgw/llmgw/api/wire/openai"
 )
 
 // HTTP is the client of every helper here: bounded, keeping connections
@@ -38,12 +40,28 @@ func Client(base, key string) openai.Client {
 		option.WithMaxRetries(0), option.WithHTTPClient(HTTP))
 }
 
-// APIError is the gateway's error object.
+// APIError is the gateway's error object, read from its wire form
+// (wire.ErrorDetail) or from the SDK's error.
 type APIError struct {
-	Message   string `json:"message"`
-	Type      string `json:"type"`
-	Code      string `json:"code"`
-	RequestID string `json:"request_id"`
+	Message   string
+	Type      string
+	Code      string
+	RequestID string
+}
+
+func apiError(d wire.ErrorDetail) APIError {
+	e := APIError{Message: d.Message, Type: d.Type, Code: d.CodeString()}
+	if d.RequestID != nil {
+		e.RequestID = *d.RequestID
+	}
+	return e
+}
+
+// errorBody reads an error answer; a body that is not one is an empty APIError.
+func errorBody(body []byte) APIError {
+	var e wire.ErrorResponse
+	_ = jsonv2.Unmarshal(body, &e)
+	return apiError(e.Error)
 }
 
 // Reply is what one chat request got, JSON or stream.
@@ -153,7 +171,7 @@ func ChatBody(model, prompt string, stream bool) []byte {
 		body["stream"] = true
 		body["stream_options"] = map[string]bool{"include_usage": true}
 	}
-	b, _ := json.Marshal(body)
+	b, _ := jsonv2.Marshal(body)
 	return b
 }
 
@@ -205,9 +223,7 @@ func RawChat(ctx context.Context, base, key, model, prompt string, stream bool) 
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		r.SSE = ParseSSE(body)
 	} else if resp.StatusCode >= 400 {
-		var e struct{ Error APIError }
-		_ = json.Unmarshal(body, &e)
-		r.Err = e.Error
+		r.Err = errorBody(body)
 	}
 	return r, nil
 }
@@ -222,7 +238,7 @@ type SSE struct {
 	Errors     []APIError // in-stream error events
 	Finish     string
 	Models     []string // distinct chunk models
-	Usage      *openai.CompletionUsage
+	Usage      *wire.Usage
 }
 
 // ParseSSE reads an event stream: events separated by blank lines, their
@@ -256,38 +272,31 @@ func ParseSSE(body []byte) SSE {
 			s.DoneIsLast = i == len(s.Data)-1
 			continue
 		}
-		var ev struct {
-			Error   *APIError `json:"error"`
-			Model   string    `json:"model"`
-			Choices []struct {
-				Delta struct {
-					Content string `json:"content"`
-				} `json:"delta"`
-				FinishReason *string `json:"finish_reason"`
-			} `json:"choices"`
-			Usage *openai.CompletionUsage `json:"usage"`
+		var e struct {
+			Error *wire.ErrorDetail `json:"error"`
 		}
-		if json.Unmarshal([]byte(d), &ev) != nil {
+		if jsonv2.Unmarshal([]byte(d), &e) == nil && e.Error != nil {
+			s.Errors = append(s.Errors, apiError(*e.Error))
 			continue
 		}
-		if ev.Error != nil {
-			s.Errors = append(s.Errors, *ev.Error)
+		var ev wire.ChatCompletionChunk
+		if jsonv2.Unmarshal([]byte(d), &ev) != nil {
 			continue
 		}
 		if ev.Model != "" && !slices.Contains(s.Models, ev.Model) {
 			s.Models = append(s.Models, ev.Model)
 		}
 		for _, c := range ev.Choices {
-			if c.Delta.Content != "" {
-				s.Content += c.Delta.Content
+			if c.Delta.Content != nil && *c.Delta.Content != "" {
+				s.Content += *c.Delta.Content
 				s.Chunks++
 			}
 			if c.FinishReason != nil && *c.FinishReason != "" {
 				s.Finish = *c.FinishReason
 			}
 		}
-		if ev.Usage != nil && ev.Usage.TotalTokens > 0 {
-			s.Usage = ev.Usage
+		if ev.Usage.Usage != nil && ev.Usage.TotalTokens > 0 {
+			s.Usage = ev.Usage.Usage
 		}
 	}
 	return s
@@ -336,15 +345,14 @@ func Models(ctx context.Context, base, key string) (ids []string, status int, ap
 		return nil, resp.StatusCode, apiErr, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error APIError }
-		_ = json.Unmarshal(body, &e)
-		return nil, resp.StatusCode, e.Error, nil
+		return nil, resp.StatusCode, errorBody(body), nil
 	}
 	var list struct {
-		Object string
-		Data   []struct{ ID, Object string }
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
 	}
-	if err := json.Unmarshal(body, &list); err != nil {
+	if err := jsonv2.Unmarshal(body, &list); err != nil {
 		return nil, resp.StatusCode, apiErr, fmt.Errorf("GET /v1/models: %w", err)
 	}
 	ids = []string{}

@@ -2,10 +2,11 @@ package specs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/llmgw/llmgw/mockproviders"
 )
@@ -29,7 +30,7 @@ func MockCalls(ctx context.Context, base string) (mockproviders.Calls, error) {
 	if resp.StatusCode != http.StatusOK {
 		return c, fmt.Errorf("GET %s/mock/calls: HTTP %d", base, resp.StatusCode)
 	}
-	return c, json.Unmarshal(body, &c)
+	return c, jsonv2.Unmarshal(body, &c)
 }
 
 // CallDelta is what a mock counted between two readings.

@@ -2,13 +2,14 @@ package specs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // Attempt is one upstream call of a usage record.
@@ -120,7 +121,7 @@ func ListUsage(ctx context.Context, base, key string) (UsageList, error) {
 			Partial         bool     `json:"partial"`
 			MissingReplicas []string `json:"missing_replicas"`
 		}
-		if err := json.Unmarshal(body, &p); err != nil {
+		if err := jsonv2.Unmarshal(body, &p); err != nil {
 			return out, fmt.Errorf("GET /v1/usage: %w", err)
 		}
 		out.Records = append(out.Records, p.Data...)
