@@ -80,7 +80,7 @@ func transitions(old condSet, conds []metav1.Condition) []transition {
 		}
 		if t == v1alpha1.ConditionReady {
 			// Only what Ready alone says: a key the gateways refuse on purpose.
-			if !refusedKey(c.Reason) && !(known && refusedKey(prev.Reason)) {
+			if !refusedKey(c.Reason) && (!known || !refusedKey(prev.Reason)) {
 				continue
 			}
 		} else if !known && (c.Status == metav1.ConditionTrue || c.Reason == v1alpha1.ReasonPending) {

@@ -106,7 +106,7 @@ func filesYAML(paths ...string) string {
 // apply creates or updates (server-side apply) every object in doc.
 func apply(c client.Client, doc, ns string) {
 	for _, u := range objectsFromYAML(doc, ns) {
-		ExpectWithOffset(1, c.Patch(suiteCtx, u, client.Apply, client.FieldOwner("test"), client.ForceOwnership)).
+		ExpectWithOffset(1, c.Apply(suiteCtx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("test"), client.ForceOwnership)).
 			To(Succeed(), "applying %s %s", u.GetKind(), u.GetName())
 	}
 }

@@ -120,5 +120,5 @@ type BudgetGroupList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&BudgetGroup{}, &BudgetGroupList{})
+	register(&BudgetGroup{}, &BudgetGroupList{})
 }

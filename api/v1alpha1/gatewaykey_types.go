@@ -148,5 +148,5 @@ type GatewayKeyList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&GatewayKey{}, &GatewayKeyList{})
+	register(&GatewayKey{}, &GatewayKeyList{})
 }

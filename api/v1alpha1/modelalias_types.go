@@ -163,5 +163,5 @@ type ModelAliasList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&ModelAlias{}, &ModelAliasList{})
+	register(&ModelAlias{}, &ModelAliasList{})
 }

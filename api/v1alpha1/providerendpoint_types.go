@@ -253,5 +253,5 @@ type ProviderEndpointList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&ProviderEndpoint{}, &ProviderEndpointList{})
+	register(&ProviderEndpoint{}, &ProviderEndpointList{})
 }

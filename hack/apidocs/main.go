@@ -63,7 +63,7 @@ func loadDir(dir string) ([]apiextv1.CustomResourceDefinition, error) {
 	var defs []apiextv1.CustomResourceDefinition
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() || !(strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) {
+		if e.IsDir() || !strings.HasSuffix(name, ".yaml") && !strings.HasSuffix(name, ".yml") {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join(dir, name))

@@ -12,7 +12,10 @@
 # skipped, so the second run is free.
 #
 # Env knobs: K8S_BUILD_MODDIR (where the throwaway modules live, default
-# bin/k8s/.mod), K8S_BUILD_JOBS (go build -p), K8S_BUILD_FORCE=1 (rebuild).
+# bin/k8s/.mod), K8S_BUILD_JOBS (go build -p), K8S_BUILD_FORCE=1 (rebuild),
+# K8S_BUILD_REUSE (space-separated directories of other builds: a binary there
+# built from the same recipe is linked or copied instead of built again; the
+# envtest and kind caches share kube-apiserver, kubectl and etcd this way).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -165,6 +168,15 @@ build_one() {
     echo "==> $name: $out is $ver, skipped" >&2
     return 0
   fi
+  local d
+  for d in ${K8S_BUILD_REUSE:-}; do
+    [[ ${K8S_BUILD_FORCE:-0} != 1 && $d != "$OUTDIR" ]] && is_current "$d/$name" "$stamp" "$mod" "$ver" || continue
+    rm -f "$out.stamp"
+    [[ $d/$name -ef $out ]] || ln -f "$d/$name" "$out" 2>/dev/null || cp -f "$d/$name" "$out"
+    echo "$stamp" >"$out.stamp"
+    echo "==> $name: $ver reused from $d" >&2
+    return 0
+  done
   case $name in
     etcd) step "prepare etcd $ETCD_VERSION module" prepare_etcd_module ;;
     *) step "prepare kubernetes $K8S_VERSION module" prepare_kube_module ;;

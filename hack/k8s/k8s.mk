@@ -7,17 +7,15 @@ include $(CURDIR)/hack/versions.env
 
 # KUBEBUILDER_ASSETS for envtest suites: `make envtest` fills it, then e.g.
 #   KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test ./controllers/...
-ENVTEST_ASSETS ?= $(CURDIR)/bin/k8s/$(K8S_VERSION)
-K8S_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubeadm kubectl etcd
+# The binaries live in a cache outside the clone, keyed by version, so a second
+# clone on the same machine (CI) skips the build. Override with LLMGW_CACHE.
+LLMGW_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/llmgw
+ENVTEST_ASSETS ?= $(LLMGW_CACHE)/envtest/$(K8S_VERSION)
 CONTROLLER_GEN ?= $(GO) tool controller-gen
 
 .PHONY: envtest
 envtest: ## build kube-apiserver, etcd and kubectl from Go modules into $(ENVTEST_ASSETS) (cached)
 	ENVTEST_ASSETS=$(ENVTEST_ASSETS) hack/envtest.sh >/dev/null
-
-.PHONY: k8s-binaries
-k8s-binaries: ## build every Kubernetes binary + etcd (K8S_BINARIES=...) into bin/k8s/$(K8S_VERSION) (cached)
-	hack/k8s/build.sh $(CURDIR)/bin/k8s/$(K8S_VERSION) $(K8S_BINARIES)
 
 .PHONY: generate
 generate: ## deepcopy for api/ (controller-gen)

@@ -126,10 +126,10 @@ ETCD_BIN=$KIND_CACHE/etcd/$ETCD_VERSION
 K8S_BUILD=$REPO/hack/k8s/build.sh
 [[ -x $K8S_BUILD ]] || die "$K8S_BUILD is missing (it builds the Kubernetes binaries)"
 have_k8s() { local n; for n in "${K8S_NAMES[@]}"; do [[ -x $K8S_BIN/$n ]] || return 1; done; }
-build_k8s() { K8S_BUILD_MODDIR=$KIND_CACHE/k8s/.mod "$K8S_BUILD" "$K8S_BIN" "${K8S_NAMES[@]}"; }
+build_k8s() { K8S_BUILD_MODDIR=$KIND_CACHE/k8s/.mod K8S_BUILD_REUSE=$ENVTEST_BIN "$K8S_BUILD" "$K8S_BIN" "${K8S_NAMES[@]}"; }
 step "Kubernetes $K8S_VERSION binaries (${K8S_NAMES[*]})" have_k8s build_k8s
 have_etcd() { [[ -x $ETCD_BIN/etcd ]]; }
-build_etcd() { K8S_BUILD_MODDIR=$KIND_CACHE/k8s/.mod "$K8S_BUILD" "$ETCD_BIN" etcd; }
+build_etcd() { K8S_BUILD_MODDIR=$KIND_CACHE/k8s/.mod K8S_BUILD_REUSE=$ENVTEST_BIN "$K8S_BUILD" "$ETCD_BIN" etcd; }
 step "etcd $ETCD_VERSION" have_etcd build_etcd
 
 # The pins must be what kubeadm will ask for.

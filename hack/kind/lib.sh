@@ -21,6 +21,9 @@ KIND_KUBECONFIG=${KIND_KUBECONFIG:-$REPO/bin/kind/kubeconfig}
 KIND_RUNTIME_NAME=llmgw-runc
 KIND_RUNTIME_PATH=/usr/local/lib/llmgw-kind/runtime-wrapper
 K8S_BIN=$KIND_CACHE/k8s/$K8S_VERSION
+# make envtest's binaries (hack/envtest.sh): kube-apiserver, kubectl and etcd
+# built there are reused here rather than built twice (K8S_BUILD_REUSE).
+ENVTEST_BIN=${LLMGW_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/llmgw}/envtest/$K8S_VERSION
 
 log() { echo "[kind] $*" >&2; }
 die() { echo "[kind] ERROR: $*" >&2; exit 1; }
@@ -130,7 +133,7 @@ KUBECTL=$K8S_BIN/kubectl
 ensure_kubectl() {
   [[ -x $KUBECTL ]] && return 0
   log "building kubectl $K8S_VERSION (hack/k8s/build.sh)"
-  K8S_BUILD_MODDIR=$KIND_CACHE/k8s/.mod "$REPO/hack/k8s/build.sh" "$K8S_BIN" kubectl >&2
+  K8S_BUILD_MODDIR=$KIND_CACHE/k8s/.mod K8S_BUILD_REUSE=$ENVTEST_BIN "$REPO/hack/k8s/build.sh" "$K8S_BIN" kubectl >&2
 }
 kc() { KUBECONFIG=$KIND_KUBECONFIG "$KUBECTL" "$@"; }
 

@@ -23,11 +23,13 @@ const (
 
 // RequireEnvtest is the gate of every test that needs the envtest control
 // plane. It returns the directory of the envtest binaries: $KUBEBUILDER_ASSETS
-// when set, else bin/k8s/$K8S_VERSION of this repository (hack/versions.env)
-// when `make envtest` built it there. When there is neither, it skips the
-// test, or fails it when LLMGW_REQUIRE_ENVTEST is true.
+// when set, else <cache>/envtest/$K8S_VERSION (K8S_VERSION from this
+// repository's hack/versions.env) when `make envtest` built it there; the
+// cache is $LLMGW_CACHE, else $XDG_CACHE_HOME/llmgw, else $HOME/.cache/llmgw,
+// as in hack/envtest.sh. When there is neither, it skips the test, or fails it
+// when LLMGW_REQUIRE_ENVTEST is true.
 //
-// When the binaries come from bin/k8s, RequireEnvtest also sets
+// When the binaries come from the cache, RequireEnvtest also sets
 // KUBEBUILDER_ASSETS for the rest of the test binary's run, so that an
 // envtest.Environment without BinaryAssetsDirectory, and anything else that
 // reads the variable, finds them.
@@ -75,7 +77,12 @@ func envtestGate(getenv func(string) string, wd string) gate {
 		g.hint = fmt.Sprintf("set %s; %s has no K8S_VERSION", EnvAssets, filepath.Join(root, "hack", "versions.env"))
 		return g
 	}
-	dir := filepath.Join(root, "bin", "k8s", version)
+	cache := cacheDir(getenv)
+	if cache == "" {
+		g.hint = fmt.Sprintf("set %s (export %s=$(hack/envtest.sh)); neither LLMGW_CACHE, XDG_CACHE_HOME nor HOME is set", EnvAssets, EnvAssets)
+		return g
+	}
+	dir := filepath.Join(cache, "envtest", version)
 	if have(dir, "kube-apiserver") && have(dir, "etcd") {
 		g.assets = dir
 		return g
@@ -83,6 +90,21 @@ func envtestGate(getenv func(string) string, wd string) gate {
 	g.hint = fmt.Sprintf("%s is unset and %s has no kube-apiserver and etcd; run make envtest, or export %s=$(hack/envtest.sh)",
 		EnvAssets, dir, EnvAssets)
 	return g
+}
+
+// cacheDir is where hack/envtest.sh builds: $LLMGW_CACHE, else
+// $XDG_CACHE_HOME/llmgw, else $HOME/.cache/llmgw; "" when none is set.
+func cacheDir(getenv func(string) string) string {
+	if c := getenv("LLMGW_CACHE"); c != "" {
+		return c
+	}
+	if x := getenv("XDG_CACHE_HOME"); x != "" {
+		return filepath.Join(x, "llmgw")
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".cache", "llmgw")
+	}
+	return ""
 }
 
 // truthy: "1", "true" and the like are true; "", "0", "false" are false; any
@@ -121,7 +143,7 @@ func repoRoot(dir string) string {
 }
 
 // k8sVersion is K8S_VERSION from hack/versions.env (the directory name under
-// bin/k8s that hack/envtest.sh builds into); "" when it is missing.
+// <cache>/envtest that hack/envtest.sh builds into); "" when it is missing.
 func k8sVersion(root string) string {
 	f, err := os.Open(filepath.Join(root, "hack", "versions.env"))
 	if err != nil {

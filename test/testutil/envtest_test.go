@@ -7,28 +7,36 @@ import (
 	"testing"
 )
 
-// fakeRepo lays out a repository with hack/versions.env and, when built,
-// bin/k8s/<version>/{kube-apiserver,etcd}; it returns a package directory in it.
-func fakeRepo(t *testing.T, module string, built bool) (root, pkg string) {
+// write creates root/rel with data, and its directories.
+func write(t *testing.T, root, rel, data string) {
 	t.Helper()
-	root = t.TempDir()
-	write := func(rel, data string) {
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o755); err != nil {
-			t.Fatal(err)
-		}
+	p := filepath.Join(root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	write("go.mod", "module "+module+"\n\ngo 1.26\n")
-	write("hack/versions.env", "# pinned\nK8S_VERSION=v9.9.9\nKIND_VERSION=v0\n")
-	write("controllers/x.go", "package controllers\n")
-	if built {
-		write("bin/k8s/v9.9.9/kube-apiserver", "")
-		write("bin/k8s/v9.9.9/etcd", "")
+	if err := os.WriteFile(p, []byte(data), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	return root, filepath.Join(root, "controllers")
+}
+
+// fakeRepo lays out a repository of module with hack/versions.env pinning
+// K8S_VERSION v9.9.9 and returns a package directory in it.
+func fakeRepo(t *testing.T, module string) (pkg string) {
+	t.Helper()
+	root := t.TempDir()
+	write(t, root, "go.mod", "module "+module+"\n\ngo 1.26\n")
+	write(t, root, "hack/versions.env", "# pinned\nK8S_VERSION=v9.9.9\nKIND_VERSION=v0\n")
+	write(t, root, "controllers/x.go", "package controllers\n")
+	return filepath.Join(root, "controllers")
+}
+
+// fakeCache lays out what `make envtest` leaves in a cache directory:
+// envtest/v9.9.9/{kube-apiserver,etcd}; it returns that binaries directory.
+func fakeCache(t *testing.T, cache string) string {
+	t.Helper()
+	write(t, cache, "envtest/v9.9.9/kube-apiserver", "")
+	write(t, cache, "envtest/v9.9.9/etcd", "")
+	return filepath.Join(cache, "envtest", "v9.9.9")
 }
 
 func env(vars map[string]string) func(string) string {
@@ -36,10 +44,15 @@ func env(vars map[string]string) func(string) string {
 }
 
 func TestEnvtestGate(t *testing.T) {
-	builtRoot, builtPkg := fakeRepo(t, "github.com/llmgw/llmgw", true)
-	_, emptyPkg := fakeRepo(t, "github.com/llmgw/llmgw", false)
-	_, otherPkg := fakeRepo(t, "example.com/other", true)
-	builtDir := filepath.Join(builtRoot, "bin", "k8s", "v9.9.9")
+	pkg := fakeRepo(t, "github.com/llmgw/llmgw")
+	otherPkg := fakeRepo(t, "example.com/other")
+	cache := t.TempDir()
+	built := fakeCache(t, cache)
+	xdg := t.TempDir()
+	builtXDG := fakeCache(t, filepath.Join(xdg, "llmgw"))
+	home := t.TempDir()
+	builtHome := fakeCache(t, filepath.Join(home, ".cache", "llmgw"))
+	empty := t.TempDir()
 
 	cases := []struct {
 		name     string
@@ -48,16 +61,19 @@ func TestEnvtestGate(t *testing.T) {
 		assets   string
 		required bool
 	}{
-		{"KUBEBUILDER_ASSETS wins", map[string]string{EnvAssets: "/opt/k8s"}, builtPkg, "/opt/k8s", false},
-		{"KUBEBUILDER_ASSETS, required", map[string]string{EnvAssets: "/opt/k8s", EnvRequire: "1"}, emptyPkg, "/opt/k8s", true},
-		{"built by make envtest", nil, builtPkg, builtDir, false},
-		{"nothing: skip", nil, emptyPkg, "", false},
-		{"nothing, required: fail", map[string]string{EnvRequire: "1"}, emptyPkg, "", true},
-		{"required=true", map[string]string{EnvRequire: "true"}, emptyPkg, "", true},
-		{"required=0 is not required", map[string]string{EnvRequire: "0"}, emptyPkg, "", false},
-		{"required=false is not required", map[string]string{EnvRequire: "false"}, emptyPkg, "", false},
-		{"another module's bin is not used", nil, otherPkg, "", false},
-		{"outside any module", nil, "/", "", false},
+		{"KUBEBUILDER_ASSETS wins", map[string]string{EnvAssets: "/opt/k8s", "LLMGW_CACHE": cache}, pkg, "/opt/k8s", false},
+		{"KUBEBUILDER_ASSETS, required", map[string]string{EnvAssets: "/opt/k8s", EnvRequire: "1"}, pkg, "/opt/k8s", true},
+		{"built into LLMGW_CACHE", map[string]string{"LLMGW_CACHE": cache, "XDG_CACHE_HOME": xdg, "HOME": home}, pkg, built, false},
+		{"built into XDG_CACHE_HOME/llmgw", map[string]string{"XDG_CACHE_HOME": xdg, "HOME": home}, pkg, builtXDG, false},
+		{"built into HOME/.cache/llmgw", map[string]string{"HOME": home}, pkg, builtHome, false},
+		{"LLMGW_CACHE empty: skip", map[string]string{"LLMGW_CACHE": empty, "HOME": home}, pkg, "", false},
+		{"no cache variable at all: skip", nil, pkg, "", false},
+		{"nothing, required: fail", map[string]string{"LLMGW_CACHE": empty, EnvRequire: "1"}, pkg, "", true},
+		{"required=true", map[string]string{"LLMGW_CACHE": empty, EnvRequire: "true"}, pkg, "", true},
+		{"required=0 is not required", map[string]string{"LLMGW_CACHE": empty, EnvRequire: "0"}, pkg, "", false},
+		{"required=false is not required", map[string]string{"LLMGW_CACHE": empty, EnvRequire: "false"}, pkg, "", false},
+		{"another module has no version of ours", map[string]string{"LLMGW_CACHE": cache}, otherPkg, "", false},
+		{"outside any module", map[string]string{"LLMGW_CACHE": cache}, "/", "", false},
 	}
 	for _, c := range cases {
 		g := envtestGate(env(c.vars), c.wd)
@@ -70,13 +86,14 @@ func TestEnvtestGate(t *testing.T) {
 	}
 }
 
-// TestRequireEnvtestFromBin: binaries found under bin/k8s are exported as
+// TestRequireEnvtestFromCache: binaries found in the cache are exported as
 // KUBEBUILDER_ASSETS, for envtest.Environment{} and kubectl lookups.
-func TestRequireEnvtestFromBin(t *testing.T) {
-	root, pkg := fakeRepo(t, "github.com/llmgw/llmgw", true)
+func TestRequireEnvtestFromCache(t *testing.T) {
+	pkg := fakeRepo(t, "github.com/llmgw/llmgw")
+	want := fakeCache(t, t.TempDir())
 	t.Setenv(EnvAssets, "")
+	t.Setenv("LLMGW_CACHE", filepath.Dir(filepath.Dir(want)))
 	t.Chdir(pkg)
-	want := filepath.Join(root, "bin", "k8s", "v9.9.9")
 	if got := RequireEnvtest(t); got != want {
 		t.Fatalf("RequireEnvtest = %q, want %q", got, want)
 	}

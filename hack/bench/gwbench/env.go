@@ -4,39 +4,134 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
-
-	"github.com/llmgw/llmgw/api/keyformat"
-	"github.com/llmgw/llmgw/api/snapshot"
-	"github.com/llmgw/llmgw/gateway/usage"
 )
 
-// roundEnv is one round's processes: both mocks and every target, fresh.
-type roundEnv struct {
-	cfg               *config
-	dir               string
-	alpha, beta       *proc
-	alphaURL, betaURL string
-	alphaPort         int
-	betaPort          int
-	alphaKey, betaKey string
-	gatewayKey        string
-	targets           []*target
+// kind is how a target is built.
+type kind string
+
+const (
+	kindDirect   kind = "direct"   // the client calls the mock itself
+	kindRevproxy kind = "revproxy" // hack/bench/revproxy in front of the mocks
+	kindGateway  kind = "gateway"  // `llmgw gateway --snapshot` with its SQLite ledger
+)
+
+// target is one row of the comparison, running in one part of a round.
+type target struct {
+	name    string
+	kind    kind
+	proc    *proc  // nil for direct
+	base    string // data-plane base URL ("" for direct: the mocks')
+	key     string // a gateway's key
+	mgmt    string // base URL of /metrics ("" for direct)
+	db      string // a gateway's ledger file
+	command string
+	client  *http.Client
+	eps     map[Workload]*endpoint
+	sent    atomic.Int64 // requests sent to it, for the ledger check
 }
 
-func (e *roundEnv) mock(proto string) *proc {
+// own is the process whose CPU a request of w through t costs: its own, or
+// for direct the mock that answers it.
+func (t *target) own(e *env, w Workload) *proc {
+	if t.proc != nil {
+		return t.proc
+	}
+	return e.mock(w.Proto).proc
+}
+
+// endpoint is how to send w (with a mock directive, "" for none) to t.
+func (t *target) endpoint(e *env, w Workload, directive string) *endpoint {
+	m := e.mock(w.Proto)
+	switch t.kind {
+	case kindGateway:
+		return gatewayEndpoint(t.base, w, t.key, directive)
+	case kindRevproxy:
+		return nativeEndpoint(t.base, w, m.key, directive)
+	}
+	return nativeEndpoint(m.url, w, m.key, directive)
+}
+
+// mock is one running mock provider.
+type mock struct {
+	proc     *proc
+	url, key string
+}
+
+// env is the processes of one part of a round: both mocks and every target.
+type env struct {
+	cfg         *config
+	dir         string
+	alpha, beta *mock
+	targets     []*target
+}
+
+func (e *env) mock(proto string) *mock {
 	if proto == "alpha" {
 		return e.alpha
 	}
 	return e.beta
+}
+
+// startEnv starts the mocks, then every target, and waits until each
+// answers. On error whatever started is stopped.
+func startEnv(ctx context.Context, cfg *config, dir string) (*env, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	e := &env{cfg: cfg, dir: dir}
+	if err := e.start(ctx); err != nil {
+		_, _ = e.stop()
+		return nil, err
+	}
+	for _, t := range e.targets {
+		t.client = &http.Client{Transport: newTransport(1024, true), Timeout: 2 * time.Minute}
+		t.eps = map[Workload]*endpoint{}
+		for _, w := range cfg.workloads {
+			t.eps[w] = t.endpoint(e, w, "")
+		}
+	}
+	return e, nil
+}
+
+// start starts the processes. One that started is kept even when it fails
+// to get ready, so that stop ends it.
+func (e *env) start(ctx context.Context) error {
+	var err error
+	if e.alpha, err = e.startMock(ctx, "alpha"); err != nil {
+		return err
+	}
+	if e.beta, err = e.startMock(ctx, "beta"); err != nil {
+		return err
+	}
+	e.targets = append(e.targets, &target{name: "direct", kind: kindDirect, command: "llmgw mockprovider (the one a request's protocol names)"})
+	rp, err := e.startRevproxy(ctx)
+	if rp != nil {
+		e.targets = append(e.targets, rp)
+	}
+	if err != nil {
+		return fmt.Errorf("revproxy: %w", err)
+	}
+	for _, g := range e.cfg.gateways {
+		t, err := e.startGateway(ctx, g)
+		if t != nil {
+			e.targets = append(e.targets, t)
+		}
+		if err != nil {
+			return fmt.Errorf("gateway %s: %w", g.name, err)
+		}
+	}
+	return nil
 }
 
 func randomSecret(prefix string) (string, error) {
@@ -49,334 +144,149 @@ func randomSecret(prefix string) (string, error) {
 
 func writeSecret(path, s string) error { return os.WriteFile(path, []byte(s+"\n"), 0o600) }
 
-// startRound starts the mocks, then every target, and waits until each
-// answers. On error whatever started is stopped.
-func startRound(ctx context.Context, cfg *config, specs []targetSpec, dir string) (env *roundEnv, err error) {
-	env = &roundEnv{cfg: cfg, dir: dir}
-	defer func() {
-		if err != nil {
-			env.stopAll()
-		}
-	}()
-	if env.alphaKey, err = randomSecret("mock-alpha-"); err != nil {
+func (e *env) startMock(ctx context.Context, flavor string) (*mock, error) {
+	key, err := randomSecret("mock-" + flavor + "-")
+	if err != nil {
 		return nil, err
 	}
-	if env.betaKey, err = randomSecret("mock-beta-"); err != nil {
+	keyFile := filepath.Join(e.dir, "mock-"+flavor+".key")
+	if err := writeSecret(keyFile, key); err != nil {
 		return nil, err
 	}
-	if env.gatewayKey, _, _, err = keyformat.Generate(); err != nil {
+	addr, err := freePort()
+	if err != nil {
 		return nil, err
 	}
-	for _, m := range []struct {
-		flavor string
-		key    string
-		p      **proc
-		url    *string
-		port   *int
-	}{{"alpha", env.alphaKey, &env.alpha, &env.alphaURL, &env.alphaPort}, {"beta", env.betaKey, &env.beta, &env.betaURL, &env.betaPort}} {
-		keyFile := filepath.Join(dir, "mock-"+m.flavor+".key")
-		if err := writeSecret(keyFile, m.key); err != nil {
-			return nil, err
-		}
-		if *m.port, err = freePort(); err != nil {
-			return nil, err
-		}
-		addr := "127.0.0.1:" + strconv.Itoa(*m.port)
-		if *m.p, err = startProc(dir, "mock-"+m.flavor, cfg.llmgwBin, "mockprovider", "--flavor", m.flavor, "--addr", addr,
-			"--require-key-file", keyFile, "--default-chunks", strconv.Itoa(cfg.chunks), "--log-level", "warn"); err != nil {
-			return nil, err
-		}
-		*m.url = "http://" + addr
-		if err := waitReady(ctx, *m.p, *m.url+"/healthz", 20*time.Second); err != nil {
-			return nil, err
-		}
+	p, err := startProc(e.dir, "mock-"+flavor, e.cfg.mocks, "mockprovider", "--flavor", flavor, "--addr", addr,
+		"--require-key-file", keyFile, "--default-chunks", strconv.Itoa(e.cfg.chunks), "--log-level", "warn")
+	if err != nil {
+		return nil, err
 	}
-	for _, spec := range specs {
-		t, err := env.startTarget(ctx, spec)
-		if err != nil {
-			return nil, fmt.Errorf("target %s: %w", spec.Name, err)
-		}
-		env.targets = append(env.targets, t)
-	}
-	return env, nil
+	m := &mock{proc: p, url: "http://" + addr, key: key}
+	return m, waitReady(ctx, p, m.url+"/healthz", 20*time.Second)
 }
 
-func (e *roundEnv) startTarget(ctx context.Context, spec targetSpec) (*target, error) {
-	t := &target{spec: spec, eps: map[Workload]*endpoint{},
-		client: &http.Client{Transport: newTransport(1024, true), Timeout: 2 * time.Minute}}
-	switch spec.Kind {
-	case kindDirect:
-		t.command = "llmgw mockprovider (alpha or beta: the one a request's protocol names)"
-		for _, w := range e.cfg.workloads {
-			t.eps[w] = nativeEndpoint(e.mockURL(w.Proto), w, e.upstreamKey(w.Proto), "")
-		}
-		return t, nil
-	case kindRevproxy:
-		port, mport, err := twoPorts()
-		if err != nil {
-			return nil, err
-		}
-		args := []string{"-addr", loop(port), "-mgmt-addr", loop(mport), "-alpha", e.alphaURL, "-beta", e.betaURL}
-		if t.proc, err = startProc(e.dir, spec.Name, e.cfg.targetRevproxy, args...); err != nil {
-			return nil, err
-		}
-		t.command = "revproxy " + strings.Join(e.redact(args), " ")
-		t.base, t.mgmt = "http://"+loop(port), "http://"+loop(mport)
-		t.ready = t.base + "/healthz"
-		if err := waitReady(ctx, t.proc, t.ready, 20*time.Second); err != nil {
-			return nil, err
-		}
-		for _, w := range e.cfg.workloads {
-			t.eps[w] = nativeEndpoint(t.base, w, e.upstreamKey(w.Proto), "")
-		}
-		return t, nil
-	case kindGateway:
-		return t, e.startGateway(ctx, t)
+func (e *env) startRevproxy(ctx context.Context) (*target, error) {
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("unknown kind %q", spec.Kind)
+	mgmt, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-addr", addr, "-mgmt-addr", mgmt, "-alpha", e.alpha.url, "-beta", e.beta.url}
+	t := &target{name: "revproxy", kind: kindRevproxy, base: "http://" + addr, mgmt: "http://" + mgmt, command: "revproxy " + strings.Join(args, " ")}
+	if t.proc, err = startProc(e.dir, t.name, e.cfg.revproxy, args...); err != nil {
+		return nil, err
+	}
+	return t, waitReady(ctx, t.proc, t.base+"/healthz", 20*time.Second)
 }
 
-func (e *roundEnv) startGateway(ctx context.Context, t *target) error {
-	dir := filepath.Join(e.dir, t.spec.Name)
+// startGateway writes the gateway's snapshot (alias alpha-large to mock
+// alpha, beta-large to mock beta, no fallback, credentials in files beside
+// it, limits out of reach), adds a key with the binary's own `llmgw keys
+// create`, and starts `llmgw gateway` on it.
+func (e *env) startGateway(ctx context.Context, g gatewayFlag) (*target, error) {
+	dir := filepath.Join(e.dir, g.name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+		return nil, err
 	}
-	snapPath := filepath.Join(dir, "snapshot.json")
-	if err := writeGatewaySnapshot(snapPath, e); err != nil {
-		return err
+	snap := filepath.Join(dir, "snapshot.json")
+	if err := e.writeSnapshot(snap); err != nil {
+		return nil, err
 	}
-	port, mport, err := twoPorts()
+	keyFile := filepath.Join(dir, "gateway.key")
+	out, err := exec.CommandContext(ctx, g.bin, "keys", "create", "--id", "bench", "--rpm", "100000000", "--burst", "1000000",
+		"--into", snap, "--key-out", keyFile).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("llmgw keys create: %w: %s", err, out)
+	}
+	key, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	mgmt, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	t := &target{name: g.name, kind: kindGateway, base: "http://" + addr, key: strings.TrimSpace(string(key)), mgmt: "http://" + mgmt, db: filepath.Join(dir, "usage.db")}
+	args := append([]string{"gateway", "--snapshot", snap, "--db", t.db, "--addr", addr, "--mgmt-addr", mgmt,
+		"--log-level", e.cfg.gatewayLogLevel, "--ip-rpm", "0"}, e.cfg.gatewayArgs...)
+	t.command = g.bin + " " + strings.ReplaceAll(strings.Join(args, " "), e.dir, "{dir}")
+	if t.proc, err = startProc(dir, g.name, g.bin, args...); err != nil {
+		return nil, err
+	}
+	return t, waitReady(ctx, t.proc, t.base+"/health", 30*time.Second)
+}
+
+func (e *env) writeSnapshot(path string) error {
+	dir := filepath.Dir(path)
+	for _, m := range []struct{ name, key string }{{"alpha", e.alpha.key}, {"beta", e.beta.key}} {
+		if err := writeSecret(filepath.Join(dir, m.name+".key"), m.key); err != nil {
+			return err
+		}
+	}
+	timeouts := map[string]int{"totalMs": 300_000, "attemptMs": 300_000, "firstChunkMs": 60_000, "idleMs": 60_000}
+	alias := func(proto string) map[string]any {
+		return map[string]any{"name": model(proto), "primary": map[string]string{"provider": proto, "model": model(proto)},
+			"maxFallbacks": 0, "timeouts": timeouts}
+	}
+	s := map[string]any{
+		"providers": []map[string]any{
+			{"name": "alpha", "protocol": "openai", "baseURL": e.alpha.url, "credential": map[string]string{"file": "alpha.key"}},
+			{"name": "beta", "protocol": "anthropic", "baseURL": e.beta.url, "credential": map[string]string{"file": "beta.key"}},
+		},
+		"aliases": []map[string]any{alias("alpha"), alias("beta")},
+		"keys":    []any{},
+		"limits":  map[string]int{"maxConcurrent": 1_000_000},
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	t.dbPath = filepath.Join(dir, "usage.db")
-	args := []string{"gateway", "--snapshot", snapPath, "--db", t.dbPath, "--addr", loop(port), "--mgmt-addr", loop(mport),
-		"--log-level", e.cfg.gatewayLogLevel, "--ip-rpm", "0"}
-	for _, f := range t.spec.Flags {
-		args = append(args, strings.ReplaceAll(f, "{dir}", dir))
-	}
-	if t.spec.Setup != nil {
-		se := &sidecarEnv{Dir: dir}
-		flags, err := t.spec.Setup(ctx, se)
-		t.sidecars = se.procs
-		if err != nil {
-			return fmt.Errorf("setup: %w", err)
-		}
-		args = append(args, flags...)
-	}
-	if t.proc, err = startProc(dir, t.spec.Name, e.cfg.targetLlmgw, args...); err != nil {
-		return err
-	}
-	t.command = "llmgw " + strings.Join(e.redact(args), " ")
-	t.base, t.mgmt = "http://"+loop(port), "http://"+loop(mport)
-	t.ready = t.base + "/health"
-	if err := waitReady(ctx, t.proc, t.ready, 30*time.Second); err != nil {
-		return err
-	}
-	for _, w := range e.cfg.workloads {
-		t.eps[w] = gatewayEndpoint(t.base, w, e.gatewayKey, "")
-	}
-	return nil
+	return os.WriteFile(path, b, 0o600)
 }
 
-// writeGatewaySnapshot writes the gateway's config: alias alpha-large to
-// mock alpha, beta-large to mock beta, no fallback, credentials from files
-// beside the snapshot, and limits out of reach.
-func writeGatewaySnapshot(path string, e *roundEnv) error {
-	dir := filepath.Dir(path)
-	if err := writeSecret(filepath.Join(dir, "alpha.key"), e.alphaKey); err != nil {
-		return err
-	}
-	if err := writeSecret(filepath.Join(dir, "beta.key"), e.betaKey); err != nil {
-		return err
-	}
-	prefix, _ := keyformat.PrefixOf(e.gatewayKey)
-	zero := 0
-	long := snapshot.Timeouts{TotalMs: 300_000, AttemptMs: 300_000, FirstChunkMs: 60_000, IdleMs: 60_000}
-	s := &snapshot.Snapshot{
-		Providers: []snapshot.Provider{
-			{Name: "alpha", Protocol: snapshot.ProtocolOpenAI, BaseURL: e.alphaURL, Credential: &snapshot.Credential{File: "alpha.key"}},
-			{Name: "beta", Protocol: snapshot.ProtocolAnthropic, BaseURL: e.betaURL, Credential: &snapshot.Credential{File: "beta.key"}},
-		},
-		Aliases: []snapshot.Alias{
-			{Name: model("alpha"), Primary: snapshot.Route{Provider: "alpha", Model: model("alpha")}, MaxFallbacks: &zero, Timeouts: long},
-			{Name: model("beta"), Primary: snapshot.Route{Provider: "beta", Model: model("beta")}, MaxFallbacks: &zero, Timeouts: long},
-		},
-		Keys: []snapshot.Key{{ID: "bench", Prefix: prefix, Hash: keyformat.Hash(e.gatewayKey), Models: []string{"*"},
-			RateLimit: snapshot.RateLimit{RPM: 100_000_000, Burst: 1_000_000}}},
-		Limits: snapshot.Limits{MaxConcurrent: 1_000_000},
-	}
-	return snapshot.WriteFile(path, s)
-}
-
-func (e *roundEnv) mockURL(proto string) string {
-	if proto == "alpha" {
-		return e.alphaURL
-	}
-	return e.betaURL
-}
-
-func (e *roundEnv) upstreamKey(proto string) string {
-	if proto == "alpha" {
-		return e.alphaKey
-	}
-	return e.betaKey
-}
-
-// redact shows the round's temp dir as {dir}, so a command can be printed.
-func (e *roundEnv) redact(args []string) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = strings.ReplaceAll(a, e.dir, "{dir}")
+// infos describe the targets for the report.
+func (e *env) infos() []TargetInfo {
+	var out []TargetInfo
+	for _, t := range e.targets {
+		out = append(out, TargetInfo{Name: t.name, Kind: string(t.kind), Command: t.command})
 	}
 	return out
 }
 
-// stopTargets stops every target and its sidecars; gateways' ledgers are
-// then counted. The mocks go last, so a draining target still reaches them.
-func (e *roundEnv) stopTargets(ctx context.Context) ([]RecordRow, error) {
+// stop stops every target, then counts each gateway's ledger, then stops
+// the mocks (last, so a draining target still reaches them).
+func (e *env) stop() ([]RecordRow, error) {
 	var rows []RecordRow
 	var errs []error
 	for _, t := range e.targets {
-		var lag *LagHistogram
-		var writer map[string]float64
-		if t.spec.Kind == kindGateway && t.mgmt != "" {
-			// Scraped once, before the stop, and added to what the process
-			// counted before its restart: the counts of the whole round.
-			var err error
-			if lag, writer, err = scrapeLedger(ctx, t.mgmt); err != nil {
+		if t.proc == nil {
+			continue
+		}
+		if err := t.proc.stop(40 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+		if t.client != nil {
+			t.client.CloseIdleConnections()
+		}
+		if t.kind == kindGateway {
+			rows = append(rows, countRecords(t))
+		}
+	}
+	for _, m := range []*mock{e.alpha, e.beta} {
+		if m != nil {
+			if err := m.proc.stop(15 * time.Second); err != nil {
 				errs = append(errs, err)
 			}
-			lag = t.earlierLag.plus(lag)
-			if writer == nil {
-				writer = map[string]float64{}
-			}
-			for k, v := range t.earlierWriter {
-				writer[k] += v
-			}
-		}
-		if t.proc != nil {
-			if err := t.proc.stop(40 * time.Second); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		for _, s := range t.sidecars {
-			_ = s.stop(10 * time.Second)
-		}
-		if t.spec.Kind == kindGateway {
-			row := countRecords(ctx, t)
-			row.JournalLag = lag
-			row.LedgerOps, row.LedgerTransactions = uint64(writer[ledgerOpsMetric]), uint64(writer[ledgerTxMetric])
-			rows = append(rows, row)
 		}
 	}
 	e.targets = nil
 	return rows, errors.Join(errs...)
 }
-
-// countRecords opens the stopped gateway's ledger with gateway/usage and
-// compares its records with the requests sent: exactly one final record
-// per request, each a success (no error was expected anywhere).
-func countRecords(ctx context.Context, t *target) RecordRow {
-	row := RecordRow{Target: t.spec.Name, Requests: int(t.sent.Load())}
-	l, err := usage.Open(ctx, t.dbPath, usage.Options{})
-	if err != nil {
-		row.Error = err.Error()
-		return row
-	}
-	defer l.Close()
-	total, by, err := l.Count(ctx)
-	if err != nil {
-		row.Error = err.Error()
-		return row
-	}
-	row.Records, row.ByStatus = total, by
-	row.OK = total == row.Requests && by[usage.StatusSuccess] == total
-	return row
-}
-
-// restart gives the load phases fresh processes: both mocks and every
-// target's own process are stopped and started again with the same
-// command (same ports, keys, flags and ledger file; sidecars keep
-// running), and the clients' pooled connections to the old ones dropped.
-// Without it the closed and open loops would measure processes carrying
-// what the streams wave left behind, which costs one target more than
-// another: the reverse proxy's CPU a request at c=8 measured 216 µs after
-// the wave against 176 µs fresh, the gateway's 243 against 244
-// (docs/BENCHMARK.md, "sixth round").
-func (e *roundEnv) restart(ctx context.Context) error {
-	for _, t := range e.targets {
-		if t.proc == nil {
-			continue
-		}
-		if t.spec.Kind == kindGateway && t.mgmt != "" {
-			lag, writer, err := scrapeLedger(ctx, t.mgmt)
-			if err != nil {
-				return err
-			}
-			t.earlierLag, t.earlierWriter = lag, writer
-		}
-		if err := t.proc.stop(40 * time.Second); err != nil {
-			return err
-		}
-	}
-	for _, m := range []struct {
-		p   **proc
-		url string
-	}{{&e.alpha, e.alphaURL}, {&e.beta, e.betaURL}} {
-		p, err := (*m.p).restart(15 * time.Second)
-		if err != nil {
-			return err
-		}
-		*m.p = p
-		if err := waitReady(ctx, p, m.url+"/healthz", 20*time.Second); err != nil {
-			return err
-		}
-	}
-	for _, t := range e.targets {
-		t.client.CloseIdleConnections()
-		if t.proc == nil {
-			continue
-		}
-		// Stopped in the first loop: targets go down before the mocks
-		// they hold connections to, and come up after them.
-		p, err := t.proc.again()
-		if err != nil {
-			return err
-		}
-		t.proc = p
-		if err := waitReady(ctx, p, t.ready, 30*time.Second); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (e *roundEnv) stopAll() {
-	_, _ = e.stopTargets(context.Background())
-	for _, m := range []*proc{e.alpha, e.beta} {
-		if m != nil {
-			_ = m.stop(15 * time.Second)
-		}
-	}
-}
-
-// twoPorts asks for two distinct free ports at once.
-func twoPorts() (int, int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	for range 2 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, 0, err
-		}
-		lns = append(lns, ln)
-	}
-	return lns[0].Addr().(*net.TCPAddr).Port, lns[1].Addr().(*net.TCPAddr).Port, nil
-}
-
-func loop(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }

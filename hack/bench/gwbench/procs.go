@@ -1,57 +1,37 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/prometheus/procfs"
 )
 
-// proc is a child process: a mock, the reverse proxy, a gateway or a sidecar.
+// proc is a child process: a mock, the reverse proxy or a gateway.
 type proc struct {
 	name string
-	bin  string
-	args []string
 	cmd  *exec.Cmd
 	log  string // its stdout and stderr
 	done chan struct{}
 	err  error
-	fs   procfs.Proc
 }
 
-// startProc starts bin with args; its output goes to dir/name.log. The
-// child gets SIGTERM if this process dies first, so an interrupted run
-// leaves nothing behind.
+// startProc starts bin with args, its output in dir/name.log. The child gets
+// SIGTERM if this process dies first, so an interrupted run leaves nothing
+// behind.
 func startProc(dir, name, bin string, args ...string) (*proc, error) {
-	return launch(filepath.Join(dir, name+".log"), os.O_TRUNC, name, bin, args)
-}
-
-// restart stops p cleanly and starts it again.
-func (p *proc) restart(timeout time.Duration) (*proc, error) {
-	if err := p.stop(timeout); err != nil {
-		return nil, err
-	}
-	return p.again()
-}
-
-// again starts p's command anew (p stopped), its output appended to the
-// same log.
-func (p *proc) again() (*proc, error) {
-	return launch(p.log, os.O_APPEND, p.name, p.bin, p.args)
-}
-
-func launch(logPath string, mode int, name, bin string, args []string) (*proc, error) {
-	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|mode, 0o600)
+	logPath := filepath.Join(dir, name+".log")
+	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
@@ -62,19 +42,13 @@ func launch(logPath string, mode int, name, bin string, args []string) (*proc, e
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &proc{name: name, bin: bin, args: args, cmd: cmd, log: logPath, done: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
-	if p.fs, err = procfs.NewProc(cmd.Process.Pid); err != nil {
-		_ = p.stop(time.Second)
-		return nil, fmt.Errorf("%s: /proc: %w", name, err)
-	}
 	return p, nil
 }
-
-func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 func (p *proc) exited() bool {
 	select {
@@ -117,99 +91,96 @@ func (p *proc) tail() string {
 	return "\n--- " + p.name + " log (end) ---\n" + strings.TrimSpace(string(b))
 }
 
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's CPU times: 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
+
 // cpu is the process's user+system CPU time so far (10 ms resolution).
-func (p *proc) cpu() (time.Duration, error) {
-	st, err := p.fs.Stat()
+func (p *proc) cpu() time.Duration { return procCPU(strconv.Itoa(p.cmd.Process.Pid)) }
+
+// selfCPU is this process's CPU time: the client's share of the work.
+func selfCPU() time.Duration { return procCPU("self") }
+
+func procCPU(pid string) time.Duration {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", p.name, err)
+		return 0
 	}
-	return time.Duration(st.CPUTime() * float64(time.Second)), nil
+	d, _ := parseStatCPU(b)
+	return d
 }
 
-// memInfo is a process's resident memory in bytes.
+// parseStatCPU reads utime and stime (fields 14 and 15) of /proc/PID/stat.
+// The command name (field 2) may hold spaces and parentheses, so fields are
+// counted from the last ')'.
+func parseStatCPU(stat []byte) (time.Duration, error) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("no command name in /proc/PID/stat")
+	}
+	f := strings.Fields(string(stat[i+1:])) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/PID/stat has %d fields after the name", len(f))
+	}
+	var ticks uint64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/PID/stat: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// memInfo is a process's resident memory in bytes (/proc/PID/status).
 type memInfo struct {
-	rss, hwm uint64
-	// file is the part of rss that maps files (RssFile): for these
-	// processes the pages of their own binary the kernel has mapped in,
-	// which any process started from the same binary pays for alike.
-	file uint64
+	rss  uint64 // VmRSS
+	anon uint64 // RssAnon: heap, stacks, runtime; what the process itself allocated
+	hwm  uint64 // VmHWM: the peak of VmRSS
 }
 
-// mem returns the process's resident set now, its high-water mark and its
-// file-backed part.
 func (p *proc) mem() (memInfo, error) {
-	st, err := p.fs.NewStatus()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
 		return memInfo{}, fmt.Errorf("%s: %w", p.name, err)
 	}
-	return memInfo{rss: st.VmRSS, hwm: st.VmHWM, file: st.RssFile}, nil
+	return parseStatus(b)
 }
 
-// selfCPU is this benchmark process's CPU time, the client's share.
-func selfCPU() time.Duration {
-	p, err := procfs.Self()
-	if err != nil {
-		return 0
-	}
-	st, err := p.Stat()
-	if err != nil {
-		return 0
-	}
-	return time.Duration(st.CPUTime() * float64(time.Second))
-}
-
-// connsTo counts the process's established TCP connections whose remote
-// port is one of ports: its pooled upstream connections.
-func (p *proc) connsTo(ports ...int) (int, error) {
-	targets, err := p.fs.FileDescriptorTargets()
-	if err != nil {
-		return 0, err
-	}
-	inodes := map[uint64]bool{}
-	for _, t := range targets {
-		if s, ok := strings.CutPrefix(t, "socket:["); ok {
-			if n, err := strconv.ParseUint(strings.TrimSuffix(s, "]"), 10, 64); err == nil {
-				inodes[n] = true
-			}
+// parseStatus reads VmRSS, RssAnon and VmHWM (in kB) from /proc/PID/status.
+func parseStatus(status []byte) (memInfo, error) {
+	var m memInfo
+	fields := map[string]*uint64{"VmRSS:": &m.rss, "RssAnon:": &m.anon, "VmHWM:": &m.hwm}
+	seen := 0
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 || f[2] != "kB" || fields[f[0]] == nil {
+			continue
 		}
-	}
-	fs, err := procfs.NewDefaultFS()
-	if err != nil {
-		return 0, err
-	}
-	const established = 1
-	n := 0
-	for _, read := range []func() (procfs.NetTCP, error){fs.NetTCP, fs.NetTCP6} {
-		lines, err := read()
+		kb, err := strconv.ParseUint(f[1], 10, 64)
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			return 0, err
+			return m, fmt.Errorf("/proc/PID/status %s: %w", f[0], err)
 		}
-		for _, l := range lines {
-			if l.St != established || !inodes[l.Inode] {
-				continue
-			}
-			for _, port := range ports {
-				if l.RemPort == uint64(port) {
-					n++
-				}
-			}
-		}
+		*fields[f[0]] = kb * 1024
+		seen++
 	}
-	return n, nil
+	if seen != len(fields) {
+		return m, fmt.Errorf("/proc/PID/status lacks VmRSS, RssAnon or VmHWM")
+	}
+	return m, nil
 }
 
 // freePort asks the kernel for a free loopback port. Another process could
 // take it before the child binds it; startup then fails loudly.
-func freePort() (int, error) {
+func freePort() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ln.Addr().String(), nil
 }
 
 // waitReady polls url until it answers 200, the process exits or timeout.
@@ -221,8 +192,7 @@ func waitReady(ctx context.Context, p *proc, url string, timeout time.Duration) 
 		if err != nil {
 			return err
 		}
-		resp, err := c.Do(req)
-		if err == nil {
+		if resp, err := c.Do(req); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
@@ -240,4 +210,50 @@ func waitReady(ctx context.Context, p *proc, url string, timeout time.Duration) 
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// Machine is what the numbers were measured on.
+type Machine struct {
+	CPU      string `json:"cpu"`
+	CPUs     int    `json:"cpus"`
+	MemTotal string `json:"mem_total"`
+	Kernel   string `json:"kernel"`
+	Go       string `json:"go"`     // this tool's toolchain
+	Commit   string `json:"commit"` // git describe of the work tree, "-dirty" if changed
+}
+
+func machineInfo() Machine {
+	m := Machine{CPU: "unknown", CPUs: runtime.NumCPU(), Go: runtime.Version(), Kernel: readTrim("/proc/sys/kernel/osrelease")}
+	for _, l := range strings.Split(readTrim("/proc/cpuinfo"), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			m.CPU = strings.TrimSpace(v)
+			break
+		}
+	}
+	for _, l := range strings.Split(readTrim("/proc/meminfo"), "\n") {
+		if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+			m.MemTotal = strings.TrimSpace(v)
+		}
+	}
+	if out, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
+		m.Commit = strings.TrimSpace(string(out))
+	}
+	return m
+}
+
+func readTrim(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// loadavg is the 1, 5 and 15 minute load average.
+func loadavg() string {
+	f := strings.Fields(readTrim("/proc/loadavg"))
+	if len(f) < 3 {
+		return "n/a"
+	}
+	return strings.Join(f[:3], " ")
 }

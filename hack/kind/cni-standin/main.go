@@ -25,7 +25,9 @@ func main() {
 	subnets := envOr("POD_CIDR", envOr("POD_SUBNET", "10.244.0.0/16"))
 	mtu := 0
 	if v := os.Getenv("CNI_MTU"); v != "" {
-		fmt.Sscan(v, &mtu)
+		if _, err := fmt.Sscan(v, &mtu); err != nil {
+			fatal(fmt.Errorf("CNI_MTU=%q: %w", v, err))
+		}
 	}
 	conf, err := render(subnets, mtu)
 	if err != nil {
