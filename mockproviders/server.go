@@ -16,6 +16,7 @@ import (
 // Flavor selects the wire protocol a mock speaks.
 type Flavor string
 
+// The two flavors of mock provider.
 const (
 	Alpha Flavor = "alpha" // OpenAI chat-completions protocol
 	Beta  Flavor = "beta"  // Anthropic-Messages-style protocol
@@ -108,7 +109,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/healthz":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, "ok")
+		_, _ = io.WriteString(w, "ok")
 	case "/mock/calls":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET")
@@ -116,7 +117,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(append(marshal(h.calls.snapshot()), '\n'))
+		_, _ = w.Write(append(marshal(h.calls.snapshot()), '\n'))
 	case "/mock/reset":
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")
@@ -248,7 +249,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	_, _ = w.Write(append(b, '\n'))
 }
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }

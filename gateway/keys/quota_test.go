@@ -76,7 +76,7 @@ func TestCLICreateQuotaFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err, stderr)
 			}
-			plain := onePlaintextLine(t, stdout)
+			onePlaintextLine(t, stdout) // exactly one line of plaintext
 			data, _ := os.ReadFile(jsonPath)
 			var entry snapshot.Key
 			dec := json.NewDecoder(bytes.NewReader(data))
@@ -121,7 +121,7 @@ func TestCLICreateQuotaFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err, stderr)
 			}
-			plain = onePlaintextLine(t, stdout)
+			plain := onePlaintextLine(t, stdout)
 			doc, _ := os.ReadFile(yamlPath)
 			gk := decodeGatewayKey(t, doc)
 			if got := specQuotas(gk.Spec); !reflect.DeepEqual(got, c.want) || !keyformat.Verify(plain, gk.Spec.KeyHash) {
@@ -232,15 +232,15 @@ func TestCLIQuotaFlagErrors(t *testing.T) {
 // have yet (the gateway fails closed), and the user is told.
 func TestCLICreateIntoMissingGroup(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "snapshot.json")
-	stdout, stderr, err := runCLI(t, "create", "--id", "k", "--group", "platfrom", "--into", path)
+	stdout, stderr, err := runCLI(t, "create", "--id", "k", "--group", "platform", "--into", path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	onePlaintextLine(t, stdout)
-	if !strings.Contains(stderr, `has no group "platfrom"`) || !strings.Contains(stderr, "403 budget_group_missing") {
+	if !strings.Contains(stderr, `has no group "platform"`) || !strings.Contains(stderr, "403 budget_group_missing") {
 		t.Fatalf("no note about the missing group: %q", stderr)
 	}
-	if s, err := snapshot.LoadFile(path); err != nil || s.Keys[0].Group != "platfrom" {
+	if s, err := snapshot.LoadFile(path); err != nil || s.Keys[0].Group != "platform" {
 		t.Fatalf("snapshot: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 // decision: the failures table and nextStep in gateway/server.
 type Kind string
 
+// The kinds of failure an adapter reports.
 const (
 	KindTimeout    Kind = "timeout"    // connect, response headers, or the ctx deadline
 	KindConnection Kind = "connection" // dial, reset, EOF before or while reading a response

@@ -158,7 +158,7 @@ func (s *sseStream) Close() error {
 	s.closed = true
 	if s.err == io.EOF {
 		t := time.AfterFunc(drainTimeout, func() { s.body.Close() })
-		io.CopyN(io.Discard, s.body, maxDrain)
+		_, _ = io.CopyN(io.Discard, s.body, maxDrain) // best effort: a drained body lets the connection be reused
 		t.Stop()
 	}
 	s.body.Close() // nothing the caller could act on

@@ -10,7 +10,7 @@ import (
 	"github.com/llmgw/llmgw/api/snapshot"
 )
 
-// ErrGroupMissing: the key names a budget group the snapshot does not carry.
+// ErrGroupMissing is returned when the key names a budget group the snapshot does not carry.
 // Its requests are refused (fail closed): a deleted or invalid group must
 // not lift the limits it stood for.
 var ErrGroupMissing = errors.New("quota: the key's budget group does not exist")
@@ -19,15 +19,16 @@ var ErrGroupMissing = errors.New("quota: the key's budget group does not exist")
 type Unit int
 
 const (
-	// Tokens: input plus output tokens.
+	// Tokens counts input plus output tokens.
 	Tokens Unit = iota + 1
-	// Money: pico-units of the snapshot's currency (money.Picos).
+	// Money counts pico-units of the snapshot's currency (money.Picos).
 	Money
 )
 
 // Scope says whose limit it is.
 type Scope int
 
+// The scopes a limit can have: one key, or a budget group of keys.
 const (
 	ScopeKey Scope = iota + 1
 	ScopeGroup

@@ -11,8 +11,8 @@ package server_test
 // Besides ns/op they report p50-µs/p99-µs (per-request latency; for streams
 // ttfc = time to the first content byte) and cpu-µs/op (this process's
 // user+system CPU per request: client, gateway and mock together, so the
-// gateway's own CPU is Chat − Direct). hack/bench/latency is the fuller load
-// tool; docs/BENCHMARK.md has the method and results.
+// gateway's own CPU is Chat − Direct). `make bench` is the fuller load
+// test, each target its own process; docs/BENCHMARK.md has its method.
 
 import (
 	"bufio"

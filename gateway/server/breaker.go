@@ -141,10 +141,10 @@ func (b *breaker) report(p pass, v verdict, cause string, now time.Time) *transi
 	if p.gen != b.gen {
 		return nil
 	}
-	switch {
-	case v == verdictSuccess:
+	switch v {
+	case verdictSuccess:
 		b.failures = 0
-	case v == verdictFailure:
+	case verdictFailure:
 		b.failures++
 	}
 	switch b.state {

@@ -50,7 +50,6 @@ func TestOpenStreamDoesNotKeepThePrompt(t *testing.T) {
 		body := fmt.Sprintf(`{"model":"chat-raw","stream":true,"messages":[{"role":"user","content":"%s"}]}`, strings.Repeat("a", chars))
 		req := []byte(fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer %s\r\n"+
 			"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", h.keyA, len(body), body))
-		body = ""
 		before := testutil.LiveHeap()
 		var conns []net.Conn
 		var bodies []io.ReadCloser

@@ -42,8 +42,8 @@ type state struct {
 }
 
 // fingerprint is keyformat.Fingerprint(k.Hash), computed once per key and
-// state: every request's record carries it, and its SHA-256 was about 1 %
-// of a stream's instructions (docs/BENCHMARK.md, ninth round).
+// state: every request's record carries it, so its SHA-256 is paid once a
+// key, not once a request.
 func (st *state) fingerprint(k *snapshot.Key) string {
 	if fp, ok := st.fingerprints.Load(k); ok {
 		return fp.(string)

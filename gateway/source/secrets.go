@@ -22,6 +22,7 @@ type SecretCredentials struct {
 	Namespace string
 }
 
+// Resolve reads a provider credential from the Secret key ref names.
 func (s SecretCredentials) Resolve(ctx context.Context, provider string, ref snapshot.Credential) (string, error) {
 	if ref.SecretName == "" || ref.SecretKey == "" {
 		return "", errors.New("kubernetes mode supports only secretName/secretKey credential references")

@@ -56,8 +56,7 @@ var migrations = []string{
 	// (three leaves and their parent rewritten), where an ascending index
 	// appends at the right end and splits off one new leaf. SQLite walks
 	// the ascending index backwards for ORDER BY request_id DESC
-	// (TestListUsesTheKeyIndexBackwards). docs/BENCHMARK.md, "the ledger's
-	// descending index".
+	// (TestListUsesTheKeyIndexBackwards).
 	`DROP INDEX usage_records_key;
 	CREATE INDEX usage_records_key ON usage_records (key_id, request_id);`,
 }

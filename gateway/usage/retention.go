@@ -30,7 +30,7 @@ type RetentionStats struct {
 	DroppedByAge, DroppedBySize uint64
 }
 
-// Retention reports what pruning has dropped so far.
+// RetentionStats reports what pruning has dropped so far.
 func (l *Ledger) RetentionStats() RetentionStats {
 	return RetentionStats{DroppedByAge: l.nDroppedAge.Load(), DroppedBySize: l.nDroppedSize.Load()}
 }
