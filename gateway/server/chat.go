@@ -237,6 +237,9 @@ func clientRequestID(r *http.Request) string {
 // write) leaves the request to its final record, which Finish inserts on
 // its own (and logs if it cannot).
 func (x *exchange) begin() {
+	// A failed Begin needs no handling here: the ledger marks itself not
+	// writable (the ledger gate then refuses or counts requests as its
+	// fail-open setting says), and Finish alone still leaves the one record.
 	_ = x.s.ledger.Begin(x.rec)
 }
 

@@ -167,11 +167,7 @@ func (e *env) startMock(ctx context.Context, flavor string) (*mock, error) {
 }
 
 func (e *env) startRevproxy(ctx context.Context) (*target, error) {
-	addr, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	mgmt, err := freePort()
+	addr, mgmt, err := servingPorts()
 	if err != nil {
 		return nil, err
 	}
@@ -206,11 +202,7 @@ func (e *env) startGateway(ctx context.Context, g gatewayFlag) (*target, error) 
 	if err != nil {
 		return nil, err
 	}
-	addr, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	mgmt, err := freePort()
+	addr, mgmt, err := servingPorts()
 	if err != nil {
 		return nil, err
 	}

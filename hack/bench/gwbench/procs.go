@@ -183,6 +183,18 @@ func freePort() (string, error) {
 	return ln.Addr().String(), nil
 }
 
+// servingPorts picks the data and management addresses of a target that
+// serves both (revproxy, a gateway).
+func servingPorts() (addr, mgmt string, err error) {
+	if addr, err = freePort(); err != nil {
+		return "", "", err
+	}
+	if mgmt, err = freePort(); err != nil {
+		return "", "", err
+	}
+	return addr, mgmt, nil
+}
+
 // waitReady polls url until it answers 200, the process exits or timeout.
 func waitReady(ctx context.Context, p *proc, url string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
