@@ -22,10 +22,9 @@ import (
 	"github.com/llmgw/llmgw/test/e2e/specs"
 )
 
-// The whole suite is one Ordered container: BeforeAll brings up (or reuses)
-// the cluster and the deployment, every spec runs against the same system,
-// and ContinueOnFailure lets the later specs (the secrets scan above all)
-// run after an earlier one failed.
+// One Ordered container: every spec runs against the system BeforeSuite
+// deployed, and ContinueOnFailure lets the later specs (the secrets scan
+// above all) run after an earlier one failed.
 var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 	var (
 		root, tmp, llmgw string
@@ -48,17 +47,6 @@ var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 		root = repoRoot()
 		k = kube{root: root}
 		tmp = GinkgoT().TempDir()
-
-		By("cluster: reuse a healthy kind cluster or create one (make kind-up)")
-		if !clusterReady(ctx, k) {
-			Expect(runMake(ctx, root, "kind-up")).To(Succeed())
-			Expect(clusterReady(ctx, k)).To(BeTrue(), "make kind-up succeeded but the node is not Ready")
-		}
-		if os.Getenv("LLMGW_E2E_SKIP_DEPLOY") == "1" {
-			By("LLMGW_E2E_SKIP_DEPLOY=1: using the deployment as it is")
-		} else {
-			Expect(runMake(ctx, root, "deploy")).To(Succeed())
-		}
 
 		By("building llmgw (for llmgw keys create)")
 		llmgw = filepath.Join(tmp, "llmgw")

@@ -69,13 +69,6 @@ var _ = Describe("limits shared across gateway replicas (quota store)", Ordered,
 		root = repoRoot()
 		k = kube{root: root}
 		tmp := GinkgoT().TempDir()
-		By("cluster and deployment (make kind-up when needed, make deploy unless LLMGW_E2E_SKIP_DEPLOY=1)")
-		if !clusterReady(ctx, k) {
-			Expect(runMake(ctx, root, "kind-up")).To(Succeed())
-		}
-		if os.Getenv("LLMGW_E2E_SKIP_DEPLOY") != "1" {
-			Expect(runMake(ctx, root, "deploy")).To(Succeed())
-		}
 		By("the quota store is up and the gateways are 2 (an interrupted earlier run may have left either changed)")
 		scaleQuotaStore(ctx, k, 1)
 		setGatewayReplicas(ctx, k, 2)

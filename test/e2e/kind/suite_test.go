@@ -11,6 +11,7 @@ package kind_test
 import (
 	"os"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -27,3 +28,23 @@ func TestKind(t *testing.T) {
 	RegisterFailHandler(Fail)
 	RunSpecs(t, "llmgw e2e on kind")
 }
+
+// BeforeSuite brings up (or reuses) the cluster and deploys the system once
+// for every container of the suite: each container puts back what it
+// changes (DeferCleanup, AfterAll), so none needs a fresh deploy of its own.
+// make deploy's apply also puts back what an interrupted earlier run left
+// changed (the controller's flags, the watched-namespaces policy).
+var _ = BeforeSuite(func(ctx SpecContext) {
+	root := repoRoot()
+	k := kube{root: root}
+	By("cluster: reuse a healthy kind cluster or create one (make kind-up)")
+	if !clusterReady(ctx, k) {
+		Expect(runMake(ctx, root, "kind-up")).To(Succeed())
+		Expect(clusterReady(ctx, k)).To(BeTrue(), "make kind-up succeeded but the node is not Ready")
+	}
+	if os.Getenv("LLMGW_E2E_SKIP_DEPLOY") == "1" {
+		By("LLMGW_E2E_SKIP_DEPLOY=1: using the deployment as it is")
+		return
+	}
+	Expect(runMake(ctx, root, "deploy")).To(Succeed())
+}, NodeTimeout(20*time.Minute))
