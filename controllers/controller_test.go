@@ -35,7 +35,7 @@ func newNamespace() string {
 func samplesYAML() string {
 	paths, err := samplePaths()
 	Expect(err).NotTo(HaveOccurred())
-	Expect(paths).To(HaveLen(10))
+	Expect(paths).To(HaveLen(11))
 	return filesYAML(paths...)
 }
 
@@ -146,11 +146,11 @@ var _ = Describe("snapshot controller", func() {
 	It("publishes the samples, accepts every object and says no gateway serves them, with observedGeneration", func() {
 		apply(k8sClient, samplesYAML(), ns)
 		Eventually(func() []string { return aliasNames(published(ns)) }, eventually).
-			Should(Equal([]string{"chat-alpha", "chat-beta", "chat-restricted"}))
+			Should(Equal([]string{"chat-alpha", "chat-beta", "chat-restricted", "embed-alpha"}))
 		for _, n := range []string{"alpha", "beta"} {
 			Eventually(providerReady(ns, n), eventually).Should(Equal(inSnapshot))
 		}
-		for _, n := range []string{"chat-alpha", "chat-beta", "chat-restricted"} {
+		for _, n := range []string{"chat-alpha", "chat-beta", "chat-restricted", "embed-alpha"} {
 			Eventually(aliasReady(ns, n), eventually).Should(Equal(inSnapshot))
 		}
 		for _, n := range []string{"team-a", "team-restricted"} {
@@ -204,7 +204,7 @@ var _ = Describe("snapshot controller", func() {
 		cols, wide, rows := table("modelaliases")
 		Expect(cols).To(Equal([]string{"Name", "Alias", "Primary", "Fallback", "Accepted", "ResolvedRefs", "Programmed", "Age"}))
 		Expect(wide).To(Equal([]string{"Ready", "Reason"}))
-		Expect(rows).To(HaveLen(3))
+		Expect(rows).To(HaveLen(4))
 		// Cells are in column order, the wide ones (Ready, Reason) before Age.
 		Expect(rows[0][:9]).To(Equal([]any{"chat-alpha", "chat-alpha", "alpha/alpha-large", "beta/beta-large", "True", "True", "Unknown", "Unknown", "NoGateways"}))
 		Expect(rows[2][:9]).To(Equal([]any{"chat-restricted", "chat-restricted", "alpha/alpha-small", nil, "True", "True", "Unknown", "Unknown", "NoGateways"}))
@@ -231,7 +231,7 @@ var _ = Describe("snapshot controller", func() {
 
 	It("follows create, update and delete of each kind", func() {
 		apply(k8sClient, samplesYAML(), ns)
-		Eventually(func() []string { return aliasNames(published(ns)) }, eventually).Should(HaveLen(3))
+		Eventually(func() []string { return aliasNames(published(ns)) }, eventually).Should(HaveLen(4))
 
 		By("updating a ModelAlias: a new fallback")
 		apply(k8sClient, `
@@ -296,7 +296,7 @@ spec: {protocol: anthropic, url: "http://127.0.0.1:9999"}`, ns)
 
 		By("deleting a ProviderEndpoint: aliases with another working route stay, degraded; an alias with none leaves")
 		Expect(k8sClient.Delete(suiteCtx, &v1alpha1.ProviderEndpoint{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "beta"}})).To(Succeed())
-		Eventually(func() []string { return aliasNames(published(ns)) }, eventually).Should(Equal([]string{"chat-alpha", "chat-beta", "chat-restricted"}))
+		Eventually(func() []string { return aliasNames(published(ns)) }, eventually).Should(Equal([]string{"chat-alpha", "chat-beta", "chat-restricted", "embed-alpha"}))
 		for _, n := range []string{"chat-alpha", "chat-beta", "chat-restricted"} {
 			Eventually(aliasCond(ns, n, v1alpha1.ConditionResolvedRefs), eventually).Should(Equal("False/ProviderNotFound"))
 			Eventually(aliasCond(ns, n, v1alpha1.ConditionAccepted), eventually).Should(Equal("True/Accepted"))
@@ -333,7 +333,7 @@ spec: {primary: {provider: alpha, model: alpha-large}}`, ns)
 				names = append(names, "key "+k.ID)
 			}
 			return names
-		}, eventually).Should(Equal([]string{"chat-alpha", "chat-beta", "chat-restricted", "key team-restricted"}))
+		}, eventually).Should(Equal([]string{"chat-alpha", "chat-beta", "chat-restricted", "embed-alpha", "key team-restricted"}))
 	})
 
 	It("tracks credential Secrets without ever holding their values in the snapshot", func() {
@@ -410,12 +410,12 @@ spec:
   timeouts: {total: 20ms, attempt: 20ms, firstChunk: 1h}`, ns)
 		Eventually(aliasReady(ns, "dangling"), eventually).Should(Equal("False/ProviderNotFound"))
 		Eventually(func() []string { return aliasNames(published(ns)) }, eventually).
-			Should(Equal([]string{"chat-alpha", "chat-beta", "chat-restricted", "short"}))
+			Should(Equal([]string{"chat-alpha", "chat-beta", "chat-restricted", "embed-alpha", "short"}))
 	})
 
 	It("writes the ConfigMap only when the version changes, and repairs it", func() {
 		apply(k8sClient, samplesYAML(), ns)
-		Eventually(func() []string { return aliasNames(published(ns)) }, eventually).Should(HaveLen(3))
+		Eventually(func() []string { return aliasNames(published(ns)) }, eventually).Should(HaveLen(4))
 		Eventually(keyReady(ns, "team-restricted"), eventually).Should(Equal(inSnapshot))
 		time.Sleep(time.Second) // past any debounce still pending from the apply
 		settled := r.Writes()

@@ -124,7 +124,7 @@ kind: Secret
 metadata: {name: vendor-key}
 stringData: {apiKey: sk-test}`, rbacNS)
 		Eventually(func() []string { return aliasNames(published(rbacNS)) }, eventually).
-			Should(Equal([]string{"chat-alpha", "chat-beta", "chat-restricted"}))
+			Should(Equal([]string{"chat-alpha", "chat-beta", "chat-restricted", "embed-alpha"}))
 		Eventually(providerReady(rbacNS, "vendor"), eventually).Should(Equal(inSnapshot))
 		for _, n := range []string{"chat-alpha", "chat-beta", "chat-restricted"} {
 			Eventually(aliasReady(rbacNS, n), eventually).Should(Equal(inSnapshot))

@@ -1,7 +1,6 @@
 package mockproviders
 
 import (
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -22,71 +21,6 @@ func (alphaProto) path() string { return "/v1/chat/completions" }
 func (alphaProto) authorized(r *http.Request, want []byte) bool {
 	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	return ok && strings.EqualFold(scheme, "Bearer") && keyMatches(strings.TrimSpace(key), want)
-}
-
-// alphaPart is a content part's type and text.
-func alphaPart(p openai.ContentPart) (typ, text string) {
-	if p.Text != nil {
-		text = *p.Text
-	}
-	return p.Type, text
-}
-
-var alphaRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true}
-
-func (alphaProto) parse(body []byte) (*chatRequest, *apiError) {
-	var in openai.ChatCompletionRequest
-	if err := decodeStrict(body, &in); err != nil {
-		return nil, badRequest("", "invalid JSON body: %v", err)
-	}
-	if e := checkModel(in.Model); e != nil {
-		return nil, e
-	}
-	if len(in.Messages) == 0 {
-		return nil, badRequest("messages", "messages must be a non-empty array")
-	}
-	req := &chatRequest{model: in.Model, stream: in.Stream != nil && *in.Stream}
-	if in.User != nil {
-		req.user = *in.User
-	}
-	for i, m := range in.Messages {
-		if !alphaRoles[m.Role] {
-			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), "messages[%d].role %q is not one of system, developer, user, assistant, tool", i, m.Role)
-		}
-		texts, e := decodeContent(m.Content, fmt.Sprintf("messages[%d].content", i), alphaPart)
-		if e != nil {
-			return nil, e
-		}
-		req.messages = append(req.messages, message{role: m.Role, texts: texts})
-	}
-	if in.StreamOptions != nil {
-		if !req.stream {
-			return nil, badRequest("stream_options", "stream_options is only allowed when stream is true")
-		}
-		req.includeUsage = in.StreamOptions.IncludeUsage != nil && *in.StreamOptions.IncludeUsage
-	}
-	// max_completion_tokens is the newer name; it wins when both are sent.
-	for _, f := range []struct {
-		name string
-		v    *int
-	}{{"max_tokens", in.MaxTokens}, {"max_completion_tokens", in.MaxCompletionTokens}} {
-		if f.v == nil {
-			continue
-		}
-		if *f.v < 1 {
-			return nil, badRequest(f.name, "%s must be at least 1", f.name)
-		}
-		req.maxTokens = *f.v
-	}
-	if in.N != nil && *in.N != 1 {
-		return nil, badRequest("n", "the mock only supports n=1")
-	}
-	stops, e := decodeStops(in.Stop, "stop")
-	if e != nil {
-		return nil, e
-	}
-	req.stops = stops
-	return req, nil
 }
 
 func strPtr(s string) *string {
@@ -137,16 +71,25 @@ func usageOf(x *exchange) *openai.Usage {
 }
 
 func alphaFinish(a *answer) string {
-	if a.finish == finishLength {
+	switch a.finish {
+	case finishLength:
 		return "length"
+	case finishToolCall:
+		return "tool_calls"
 	}
 	return "stop"
 }
 
 func (alphaProto) jsonBody(x *exchange) []byte {
+	msg := openai.ResponseMessage{Role: "assistant", Content: &x.ans.text}
+	if c := x.ans.call; c != nil {
+		msg.Content = nil
+		msg.ToolCalls = []openai.ToolCall{{ID: callID("call_", x.ans), Type: "function",
+			Function: openai.FunctionCall{Name: c.name, Arguments: c.args}}}
+	}
 	out := openai.ChatCompletion{
 		ID: "chatcmpl-" + x.ans.id, Object: openai.ObjectCompletion, Created: mockCreated, Model: x.ans.model,
-		Choices: []openai.Choice{{Message: openai.ResponseMessage{Role: "assistant", Content: x.ans.text}, FinishReason: alphaFinish(x.ans)}},
+		Choices: []openai.Choice{{Message: msg, FinishReason: alphaFinish(x.ans)}},
 	}
 	if !x.noUsage {
 		out.Usage = usageOf(x)
@@ -163,13 +106,31 @@ func (x *exchange) alphaChunk(choices []openai.ChunkChoice, usage *openai.Usage)
 		Model: x.ans.model, Choices: choices, Usage: openai.ChunkUsage{Usage: usage}})
 }
 
+// streamHead opens the message: the role, with an empty content for a text
+// answer (as OpenAI does) and none for a tool call, whose first delta is
+// its first piece.
 func (alphaProto) streamHead(x *exchange) [][]byte {
-	empty := ""
-	return [][]byte{x.alphaChunk([]openai.ChunkChoice{{Delta: openai.Delta{Role: "assistant", Content: &empty}}}, nil)}
+	d := openai.Delta{Role: "assistant"}
+	if x.ans.call == nil {
+		empty := ""
+		d.Content = &empty
+	}
+	return [][]byte{x.alphaChunk([]openai.ChunkChoice{{Delta: d}}, nil)}
 }
 
-func (alphaProto) streamPiece(x *exchange, piece string) []byte {
-	return x.alphaChunk([]openai.ChunkChoice{{Delta: openai.Delta{Content: &piece}}}, nil)
+// streamPiece is a content delta, or for a tool call OpenAI's tool-call
+// deltas: the first with the call's id, type and name and arguments "",
+// then one per piece of the arguments.
+func (alphaProto) streamPiece(x *exchange, i int) []byte {
+	piece := x.ans.pieces[i]
+	if x.ans.call == nil {
+		return x.alphaChunk([]openai.ChunkChoice{{Delta: openai.Delta{Content: &piece}}}, nil)
+	}
+	td := openai.ToolCallDelta{Function: openai.FunctionCallDelta{Arguments: piece}}
+	if i == 0 {
+		td = openai.ToolCallDelta{ID: callID("call_", x.ans), Type: "function", Function: openai.FunctionCallDelta{Name: piece}}
+	}
+	return x.alphaChunk([]openai.ChunkChoice{{Delta: openai.Delta{ToolCalls: []openai.ToolCallDelta{td}}}}, nil)
 }
 
 func (alphaProto) streamTail(x *exchange) ([][]byte, bool) {

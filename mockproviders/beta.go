@@ -1,8 +1,9 @@
 package mockproviders
 
 import (
-	"fmt"
 	"net/http"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/llmgw/llmgw/api/wire/anthropic"
 )
@@ -16,47 +17,6 @@ func (betaProto) authorized(r *http.Request, want []byte) bool {
 	key := r.Header.Get("x-api-key")
 	return key != "" && keyMatches(key, want)
 }
-
-func (betaProto) parse(body []byte) (*chatRequest, *apiError) {
-	var in anthropic.MessagesRequest
-	if err := decodeStrict(body, &in); err != nil {
-		return nil, badRequest("", "invalid JSON body: %v", err)
-	}
-	if e := checkModel(in.Model); e != nil {
-		return nil, e
-	}
-	if in.MaxTokens == nil {
-		return nil, badRequest("max_tokens", "max_tokens: field required")
-	}
-	if *in.MaxTokens < 1 {
-		return nil, badRequest("max_tokens", "max_tokens: must be at least 1")
-	}
-	if len(in.Messages) == 0 {
-		return nil, badRequest("messages", "messages: at least one message is required")
-	}
-	system, e := decodeContent(in.System, "system", betaPart)
-	if e != nil {
-		return nil, e
-	}
-	req := &chatRequest{model: in.Model, system: system, stream: in.Stream, maxTokens: *in.MaxTokens, stops: in.StopSequences}
-	if in.Metadata != nil {
-		req.user = in.Metadata.UserID
-	}
-	for i, m := range in.Messages {
-		if m.Role != "user" && m.Role != "assistant" {
-			return nil, badRequest("", "messages.%d.role: %q is not user or assistant (the system prompt is the top-level system field)", i, m.Role)
-		}
-		texts, e := decodeContent(m.Content, fmt.Sprintf("messages.%d.content", i), betaPart)
-		if e != nil {
-			return nil, e
-		}
-		req.messages = append(req.messages, message{role: m.Role, texts: texts})
-	}
-	return req, nil
-}
-
-// betaPart is a content block's type and text.
-func betaPart(b anthropic.ContentBlock) (typ, text string) { return b.Type, b.Text }
 
 // betaErrorType follows Anthropic's status-to-type table.
 func betaErrorType(status int) string {
@@ -107,6 +67,8 @@ func betaStop(a *answer) (reason string, seq *string) {
 		return "max_tokens", nil
 	case finishStopSequence:
 		return "stop_sequence", &a.stopSequence
+	case finishToolCall:
+		return anthropic.StopToolUse, nil
 	}
 	return "end_turn", nil
 }
@@ -115,8 +77,11 @@ func (betaProto) jsonBody(x *exchange) []byte {
 	reason, seq := betaStop(x.ans)
 	out := anthropic.MessageResponse{
 		ID: "msg_" + x.ans.id, Type: anthropic.TypeMessage, Role: anthropic.RoleAssistant, Model: x.ans.model,
-		Content:    []anthropic.ContentBlock{{Type: anthropic.BlockText, Text: x.ans.text}},
+		Content:    []anthropic.ContentBlock{anthropic.TextBlock(x.ans.text)},
 		StopReason: &reason, StopSequence: seq,
+	}
+	if c := x.ans.call; c != nil {
+		out.Content[0] = betaToolUse(x, jsontext.Value(c.args))
 	}
 	if !x.noUsage {
 		out.Usage = betaUsageOf(x, x.usage().output)
@@ -134,6 +99,13 @@ func betaEvent(name string, v any) []byte {
 	return append(out, '\n', '\n')
 }
 
+// betaToolUse is the tool_use block of x's call with input.
+func betaToolUse(x *exchange, input jsontext.Value) anthropic.ContentBlock {
+	return anthropic.ContentBlock{Type: anthropic.BlockToolUse, ID: callID("toolu_", x.ans), Name: x.ans.call.name, Input: input}
+}
+
+// streamHead opens the message and, for a text answer, its text block; a
+// tool call's block opens with its first piece.
 func (betaProto) streamHead(x *exchange) [][]byte {
 	start := anthropic.MessageStart{Type: anthropic.EventMessageStart, Message: anthropic.MessageResponse{
 		ID: "msg_" + x.ans.id, Type: anthropic.TypeMessage, Role: anthropic.RoleAssistant, Model: x.ans.model,
@@ -144,17 +116,32 @@ func (betaProto) streamHead(x *exchange) [][]byte {
 		// output count comes in message_delta.
 		start.Message.Usage = betaUsageOf(x, 1)
 	}
-	return [][]byte{
-		betaEvent(anthropic.EventMessageStart, start),
-		betaEvent(anthropic.EventContentBlockStart, anthropic.ContentBlockStart{Type: anthropic.EventContentBlockStart,
-			ContentBlock: anthropic.ContentBlock{Type: anthropic.BlockText}}),
-		betaEvent(anthropic.EventPing, anthropic.TypeOnly{Type: anthropic.EventPing}),
+	head := [][]byte{betaEvent(anthropic.EventMessageStart, start)}
+	if x.ans.call != nil {
+		return head
 	}
+	return append(head,
+		betaEvent(anthropic.EventContentBlockStart, anthropic.ContentBlockStart{Type: anthropic.EventContentBlockStart,
+			ContentBlock: anthropic.TextBlock("")}),
+		betaEvent(anthropic.EventPing, anthropic.TypeOnly{Type: anthropic.EventPing}))
 }
 
-func (betaProto) streamPiece(x *exchange, piece string) []byte {
+// streamPiece is a text_delta, or for a tool call: first content_block_start
+// with the tool_use block (input {}) and a ping, as Anthropic orders them,
+// then one input_json_delta per piece of the input.
+func (betaProto) streamPiece(x *exchange, i int) []byte {
+	piece := x.ans.pieces[i]
+	if x.ans.call == nil {
+		return betaEvent(anthropic.EventContentBlockDelta, anthropic.ContentBlockDelta{Type: anthropic.EventContentBlockDelta,
+			Delta: anthropic.Delta{Type: anthropic.DeltaText, Text: piece}})
+	}
+	if i == 0 {
+		return append(betaEvent(anthropic.EventContentBlockStart, anthropic.ContentBlockStart{Type: anthropic.EventContentBlockStart,
+			ContentBlock: betaToolUse(x, jsontext.Value("{}"))}),
+			betaEvent(anthropic.EventPing, anthropic.TypeOnly{Type: anthropic.EventPing})...)
+	}
 	return betaEvent(anthropic.EventContentBlockDelta, anthropic.ContentBlockDelta{Type: anthropic.EventContentBlockDelta,
-		Delta: anthropic.Delta{Type: anthropic.DeltaText, Text: piece}})
+		Delta: anthropic.Delta{Type: anthropic.DeltaInputJSON, PartialJSON: piece}})
 }
 
 func (betaProto) streamTail(x *exchange) ([][]byte, bool) {

@@ -23,11 +23,13 @@ type Calls struct {
 	TokensByUser map[string]Tokens `json:"tokens_by_user"`
 }
 
-// maxPaths caps by_path (and maxUsers tokens_by_user) so a client probing
-// random URLs or users cannot grow memory without bound.
+// maxPaths caps by_path (maxUsers tokens_by_user, maxFaultLabels by_fault)
+// so a client probing random URLs, users or tool arguments cannot grow
+// memory without bound.
 const (
-	maxPaths = 64
-	maxUsers = 64
+	maxPaths       = 64
+	maxUsers       = 64
+	maxFaultLabels = 256
 )
 
 type callCounter struct {
@@ -65,6 +67,10 @@ func (cc *callCounter) faults(labels []string) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	for _, l := range labels {
+		l = shorten(l) // an args= label is as long as its JSON
+		if _, ok := cc.c.ByFault[l]; !ok && len(cc.c.ByFault) >= maxFaultLabels {
+			l = "other"
+		}
 		cc.c.ByFault[l]++
 	}
 }

@@ -42,10 +42,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 		fmt.Fprint(fs.Output(), `Usage: llmgw mockprovider --flavor alpha|beta [flags]
 
 Runs a mock model provider with deterministic answers and on-demand faults.
-Faults: a line in the last user message like
+Faults: a line in the last user turn like
   @mock alpha:status=503 beta:chunks=5 *:delay_ms=200
 Keys: status retry_after delay_ms first_byte_delay_ms chunks chunk_delay_ms
-      drop_after error_after stall_after no_usage (see docs/MOCKPROVIDERS.md).
+      drop_after error_after stall_after no_usage cached_tokens reasoning_tokens
+      tool args (see docs/MOCKPROVIDERS.md).
 Control: GET /mock/calls, POST /mock/reset, GET /healthz.
 
 Flags:

@@ -2,7 +2,9 @@ package mockproviders
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
+	"net/url"
 	"strings"
 	"unicode"
 
@@ -17,39 +19,54 @@ type apiError struct {
 	param   string // alpha only: the offending request field, if one
 }
 
+// ImageInputTokens is what each image counts as input tokens, whatever its
+// size (OpenAI's price of a low-detail image). Other attachments — alpha's
+// input_audio and file parts, beta's non-text documents — count the same.
+// The mock never fetches an image URL.
+const ImageInputTokens = 85
+
 func badRequest(param, format string, args ...any) *apiError {
 	return &apiError{status: 400, message: fmt.Sprintf(format, args...), param: param}
 }
 
-// decodeContent accepts a string or an array of text parts, the two forms
-// both protocols allow (part reads a part's type and text); null or absent
-// is no text (assistant turns with tool calls have none). Non-text parts are
-// refused rather than ignored so a test never silently loses input tokens.
-func decodeContent[P any](raw jsontext.Value, param string, part func(P) (typ, text string)) ([]string, *apiError) {
+// contentParts reads a content member: a JSON string is one text, an array
+// is its parts (P is the protocol's part or block type), null or absent is
+// nothing (assistant turns that only call tools have none). Each protocol
+// then checks the parts' types for the message's role.
+func contentParts[P any](raw jsontext.Value, param string) (text *string, parts []P, e *apiError) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if raw[0] == '"' {
 		var s string
 		if err := unmarshal(raw, &s); err != nil {
-			return nil, badRequest(param, "%s: %v", param, err)
+			return nil, nil, badRequest(param, "%s: %v", param, err)
 		}
-		return []string{s}, nil
+		return &s, nil, nil
 	}
-	var parts []P
 	if err := unmarshal(raw, &parts); err != nil {
-		return nil, badRequest(param, "%s must be a string or an array of text parts", param)
+		return nil, nil, badRequest(param, "%s must be a string or an array of content parts", param)
 	}
-	texts := make([]string, 0, len(parts))
-	for i, p := range parts {
-		typ, text := part(p)
-		if typ != "text" {
-			return nil, badRequest(param, "%s[%d].type %q is not supported by the mock (only \"text\")", param, i, typ)
-		}
-		texts = append(texts, text)
+	return nil, parts, nil
+}
+
+// checkBase64 accepts standard base64 with padding, the encoding both
+// protocols use for inline images and documents. An empty payload is not
+// an image.
+func checkBase64(s string) bool {
+	if s == "" {
+		return false
 	}
-	return texts, nil
+	_, err := base64.StdEncoding.DecodeString(s)
+	return err == nil
+}
+
+// httpURL reports whether u is an absolute http or https URL with a host.
+// The mock never fetches it.
+func httpURL(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && (p.Scheme == "https" || p.Scheme == "http") && p.Host != ""
 }
 
 // decodeStops accepts a string or an array of strings (OpenAI's stop field).

@@ -3,6 +3,7 @@ package mockproviders
 import (
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestParseDirectives(t *testing.T) {
@@ -25,6 +26,12 @@ func TestParseDirectives(t *testing.T) {
 		{"several lines merge", "@mock alpha:chunks=2\ntext\n@mock beta:chunks=3", "chunks=2", "chunks=3"},
 		{"extra spaces", "@mock    alpha:chunks=2     ", "chunks=2", ""},
 		{"bounds", "@mock alpha:status=599 beta:status=400 *:chunks=10000", "status=599 chunks=10000", "status=400 chunks=10000"},
+		{"tool and args with spaces", `@mock *:tool=get_weather beta:args={"city": "New York", "n": [1, 2]} alpha:chunks=2`,
+			"chunks=2 tool=get_weather", `tool=get_weather args={"city":"New York","n":[1,2]}`},
+		{"args before more items", "@mock alpha:args={\"a\":1}\t  alpha:tool=first", `tool=first args={"a":1}`, ""},
+		{"args with nested braces and an equals sign", `@mock *:args={"q":"a=b {c}","o":{"p":{}}} *:tool=t-1_x`,
+			`tool=t-1_x args={"q":"a=b {c}","o":{"p":{}}}`, `tool=t-1_x args={"q":"a=b {c}","o":{"p":{}}}`},
+		{"own args override star args", `@mock *:args={"a":1} beta:args={"b":2}`, `args={"a":1}`, `args={"b":2}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,6 +96,16 @@ func TestParseDirectivesErrors(t *testing.T) {
 		{"@mock alpha:drop_after=1 alpha:error_after=1", "more than one of drop_after"},
 		{"@mock *:stall_after=1 beta:drop_after=2", "more than one of drop_after"},
 		{"ok\n@mock alpha:status=503 beta:nope=1", "unknown key"},
+		{"@mock *:tool=a.b", "tool wants a tool name"},
+		{"@mock *:tool=", "tool wants a tool name"},
+		{"@mock *:tool=" + strings.Repeat("a", 129), "tool wants a tool name"},
+		{"@mock *:tool=a *:tool=b", "given twice"},
+		{"@mock *:args=[1]", "args wants a JSON object"},
+		{"@mock *:args=", "args wants a JSON object"},
+		{"@mock *:args={\"a\":1}x", "args wants a JSON object"},
+		{"@mock *:args={\"a\": 1", "args wants a JSON object"},
+		{"@mock *:args={\"a\":1,\"a\":2}", "args wants a JSON object"},
+		{"@mock *:args={\"a\":\"" + strings.Repeat("x", 20000) + "\"}", "args wants a JSON object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
@@ -145,8 +162,32 @@ func TestDirectiveRoundTrip(t *testing.T) {
 	}
 }
 
+func TestFaultKeysFitTheSetBits(t *testing.T) {
+	if n, bits := len(faultKeys), 8*int(unsafe.Sizeof(Fault{}.set)); n > bits {
+		t.Fatalf("%d keys, %d bits in Fault.set", n, bits)
+	}
+}
+
+func TestDirectiveRoundTripArgs(t *testing.T) {
+	in, err := ParseDirectives(`@mock alpha:tool=first beta:tool=f *:args={ "city" : "New York",  "tags": ["a b", "c"] }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := Directive(in)
+	if want := `@mock alpha:tool=first alpha:args={"city":"New York","tags":["a b","c"]} beta:tool=f beta:args={"city":"New York","tags":["a b","c"]}`; line != want {
+		t.Fatalf("rendered %q, want %q", line, want)
+	}
+	out, err := ParseDirectives(line)
+	if err != nil || out[Alpha] != in[Alpha] || out[Beta] != in[Beta] {
+		t.Fatalf("%v / %v: %v", in, out, err)
+	}
+}
+
 func FuzzParseDirectives(f *testing.F) {
 	for _, s := range []string{
+		"@mock *:tool=get_weather *:args={\"city\": \"Paris\"}",
+		"@mock alpha:args={\"a\":[1, {\"b\": \"c d\"}]}x beta:tool=first",
+		"@mock *:args={\"a\":\"\\u00a0\u00a0\"} *:tool=f",
 		"@mock alpha:status=503 beta:chunks=5",
 		"hello\n@mock *:drop_after=0 alpha:error_after=1",
 		"@mock *:stall_after=3\r\n@mock beta:no_usage=1",

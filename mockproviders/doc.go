@@ -1,7 +1,8 @@
 // Package mockproviders implements `llmgw mockprovider`: two mock model vendors with
 // different wire protocols (alpha: OpenAI chat-completions; beta: Anthropic-Messages
-// style) whose answers are deterministic, whose token counts follow api/tokens
-// exactly, and whose faults are requested per provider by an "@mock" line in the last
-// user message, so gateway tests can script fallbacks without randomness.
+// style; alpha also serves embeddings) whose answers are deterministic, whose token
+// counts follow api/tokens exactly, and whose faults and tool calls are requested per
+// provider by an "@mock" line in the last user turn, so gateway tests can script
+// fallbacks and agent loops without randomness.
 // docs/MOCKPROVIDERS.md is the user-facing reference.
 package mockproviders

@@ -142,7 +142,13 @@ type result struct {
 
 func (m *mock) do(t *testing.T, ctx context.Context, body []byte, hdr map[string]string) result {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.URL+m.path(), bytes.NewReader(body))
+	return m.doAt(t, ctx, m.path(), body, hdr)
+}
+
+// doAt posts body to path (do posts to the chat path).
+func (m *mock) doAt(t *testing.T, ctx context.Context, path string, body []byte, hdr map[string]string) result {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.URL+path, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +286,10 @@ func decodeAnswer(t *testing.T, fl Flavor, body []byte) jsonAnswer {
 			}
 			a.in, a.out = u.PromptTokens, u.CompletionTokens
 		}
-		a.text, a.finish, a.model = r.Choices[0].Message.Content, r.Choices[0].FinishReason, r.Model
+		a.finish, a.model = r.Choices[0].FinishReason, r.Model
+		if c := r.Choices[0].Message.Content; c != nil {
+			a.text = *c
+		}
 	case Beta:
 		var r anthropic.MessageResponse
 		mustUnmarshal(t, string(body), &r)
@@ -293,7 +302,7 @@ func decodeAnswer(t *testing.T, fl Flavor, body []byte) jsonAnswer {
 			}
 			a.in, a.out = *u.InputTokens, *u.OutputTokens
 		}
-		a.text, a.finish, a.model, a.stopSequence = r.Content[0].Text, *r.StopReason, r.Model, r.StopSequence
+		a.text, a.finish, a.model, a.stopSequence = r.Content[0].TextOf(), *r.StopReason, r.Model, r.StopSequence
 	}
 	return a
 }

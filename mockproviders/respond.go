@@ -86,17 +86,17 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 	kind, at := x.cut()
 	delay := h.chunkDelay(x)
-	for i, p := range x.ans.pieces {
+	for i := range x.ans.pieces {
 		if kind != cutNone && i == at {
 			break
 		}
 		if i > 0 && !sleep(r, delay) {
 			return
 		}
-		if !send(w, rc, h.proto.streamPiece(x, p)) {
+		if !send(w, rc, h.proto.streamPiece(x, i)) {
 			return
 		}
-		x.sent.sentPiece(p)
+		x.sentPiece(i)
 	}
 	switch kind {
 	case cutDrop:
@@ -130,29 +130,35 @@ func (h *handler) json(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if n := len(x.ans.pieces) - 1; n > 0 && !sleep(r, time.Duration(n)*h.chunkDelay(x)) {
 		return
 	}
-	body := h.proto.jsonBody(x)
+	if h.sendJSON(w, r, x, h.proto.jsonBody(x), kind) {
+		for i := range x.ans.pieces {
+			x.sentPiece(i)
+		}
+		x.sent.usageSent = !x.noUsage
+	}
+}
+
+// sendJSON writes a 200 JSON body, honouring first_byte_delay_ms and the
+// drop/stall cuts (half the body, then cut or silence); true means the
+// whole body was written.
+func (h *handler) sendJSON(w http.ResponseWriter, r *http.Request, x *exchange, body []byte, kind cutKind) bool {
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	if x.fault.FirstByteDelayMS > 0 && (rc.Flush() != nil || !sleep(r, ms(x.fault.FirstByteDelayMS))) {
-		return
+		return false
 	}
 	if kind == cutDrop || kind == cutStall {
 		if !send(w, rc, body[:len(body)/2]) {
-			return
+			return false
 		}
 		if kind == cutDrop {
 			abort()
 		}
 		<-r.Context().Done()
-		return
+		return false
 	}
-	if _, err := w.Write(body); err != nil {
-		return
-	}
-	for _, p := range x.ans.pieces {
-		x.sent.sentPiece(p)
-	}
-	x.sent.usageSent = !x.noUsage
+	_, err := w.Write(body)
+	return err == nil
 }

@@ -48,7 +48,8 @@ type protocol interface {
 	writeError(w http.ResponseWriter, e *apiError)
 	jsonBody(x *exchange) []byte
 	streamHead(x *exchange) [][]byte
-	streamPiece(x *exchange, piece string) []byte
+	// streamPiece is the event(s) of x.ans.pieces[i].
+	streamPiece(x *exchange, i int) []byte
 	// streamTail is the events after the last piece, and whether they carry
 	// the usage.
 	streamTail(x *exchange) ([][]byte, bool)
@@ -147,13 +148,28 @@ func (s *statusWriter) WriteHeader(code int) {
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
+// callState is what the call log and /mock/calls learn of a call as it
+// proceeds.
+type callState struct {
+	req   *chatRequest
+	x     *exchange
+	fault string
+}
+
+// paths are the protocol paths this mock serves: alpha also serves
+// embeddings.
+func (h *handler) paths() []string {
+	if h.opts.Flavor == Alpha {
+		return []string{h.proto.path(), embeddingsPath}
+	}
+	return []string{h.proto.path()}
+}
+
 func (h *handler) serveProtocol(rw http.ResponseWriter, r *http.Request) {
 	h.calls.arrive(r.URL.Path)
 	start := time.Now()
 	w := &statusWriter{ResponseWriter: rw}
-	var req *chatRequest
-	var x *exchange
-	fault := ""
+	c := &callState{}
 	// Deferred so it also runs when drop_after aborts the handler with a panic.
 	defer func() {
 		if w.status != 0 {
@@ -161,19 +177,25 @@ func (h *handler) serveProtocol(rw http.ResponseWriter, r *http.Request) {
 		}
 		var t Tokens
 		user := ""
-		if x != nil {
-			t, user = x.tokensOf(h.opts.Flavor), x.req.user
+		if c.x != nil {
+			t, user = c.x.tokensOf(h.opts.Flavor), c.x.req.user
 		}
 		h.calls.finish(user, t)
 		attrs := []any{"flavor", h.opts.Flavor, "method", r.Method, "path", r.URL.Path, "status", w.status, "duration", time.Since(start)}
-		if req != nil {
-			attrs = append(attrs, "model", req.model, "stream", req.stream, "fault", fault)
+		if c.req != nil {
+			attrs = append(attrs, "model", c.req.model, "stream", c.req.stream, "fault", c.fault)
 		}
 		h.log.Debug("mock call", attrs...)
 	}()
 
-	if r.URL.Path != h.proto.path() {
-		h.proto.writeError(w, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("unknown path %s (this %s mock serves POST %s)", r.URL.Path, h.opts.Flavor, h.proto.path())})
+	var serve func(http.ResponseWriter, *http.Request, []byte, *callState)
+	switch {
+	case r.URL.Path == h.proto.path():
+		serve = h.chat
+	case r.URL.Path == embeddingsPath && h.opts.Flavor == Alpha:
+		serve = h.embeddings
+	default:
+		h.proto.writeError(w, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("unknown path %s (this %s mock serves POST %s)", r.URL.Path, h.opts.Flavor, strings.Join(h.paths(), " and "))})
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -195,48 +217,92 @@ func (h *handler) serveProtocol(rw http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	serve(w, r, body, c)
+}
+
+// chat answers the protocol's chat call.
+func (h *handler) chat(w http.ResponseWriter, r *http.Request, body []byte, c *callState) {
 	req, apiErr := h.proto.parse(body)
 	if apiErr != nil {
 		h.proto.writeError(w, apiErr)
 		return
 	}
+	c.req = req
 	rawInput := rawInputTokens(req) // before stripLastUser removes the directive lines
-	faults, err := ParseDirectives(strings.Join(stripLastUser(req), "\n"))
-	if err != nil {
-		fault = "invalid"
-		h.calls.faults([]string{fault})
-		h.proto.writeError(w, badRequest("messages", "%v", err))
+	f, ok := h.directives(w, stripLastUser(req), c)
+	if !ok {
 		return
 	}
-	f := faults[h.opts.Flavor]
-	fault = f.String()
+	call, apiErr := chooseCall(req, f)
+	if apiErr != nil {
+		h.rejectDirective(w, apiErr, c)
+		return
+	}
 	h.calls.faults(f.Labels())
-
-	delay := h.opts.DefaultDelay
-	if f.Has("delay_ms") {
-		delay = ms(f.DelayMS)
-	}
-	if !sleep(r, delay) {
-		return
-	}
-	if f.Has("status") {
-		if f.Has("retry_after") {
-			w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
-		}
-		h.proto.writeError(w, &apiError{status: f.Status, message: fmt.Sprintf("mock fault: status=%d requested by an @mock directive", f.Status)})
+	if !h.preamble(w, r, f) {
 		return
 	}
 	chunks := h.opts.DefaultChunks
 	if f.Has("chunks") {
 		chunks = f.Chunks
 	}
-	x = &exchange{req: req, ans: buildAnswer(h.opts.Flavor, req, chunks), fault: f, noUsage: f.NoUsage,
-		sent: delivery{rawInput: rawInput}}
-	if req.stream {
-		h.stream(w, r, x)
+	var ans *answer
+	if call != nil {
+		ans = buildToolAnswer(h.opts.Flavor, req, call, chunks)
 	} else {
-		h.json(w, r, x)
+		ans = buildAnswer(h.opts.Flavor, req, chunks)
 	}
+	c.x = &exchange{req: req, ans: ans, fault: f, noUsage: f.NoUsage, sent: delivery{rawInput: rawInput}}
+	if req.stream {
+		h.stream(w, r, c.x)
+	} else {
+		h.json(w, r, c.x)
+	}
+}
+
+// directives parses the directive lines for this flavor; a bad directive
+// is answered 400 here (ok false).
+func (h *handler) directives(w http.ResponseWriter, lines []string, c *callState) (Fault, bool) {
+	faults, err := ParseDirectives(strings.Join(lines, "\n"))
+	if err != nil {
+		h.rejectDirective(w, badRequest("messages", "%v", err), c)
+		return Fault{}, false
+	}
+	f := faults[h.opts.Flavor]
+	// The log shows the keys, not the arguments a test scripted.
+	labels := f.Labels()
+	for i, l := range labels {
+		if strings.HasPrefix(l, "args=") {
+			labels[i] = "args=..."
+		}
+	}
+	c.fault = strings.Join(labels, " ")
+	return f, true
+}
+
+func (h *handler) rejectDirective(w http.ResponseWriter, e *apiError, c *callState) {
+	c.fault = "invalid"
+	h.calls.faults([]string{c.fault})
+	h.proto.writeError(w, e)
+}
+
+// preamble applies delay_ms and status=; false means the call is over.
+func (h *handler) preamble(w http.ResponseWriter, r *http.Request, f Fault) bool {
+	delay := h.opts.DefaultDelay
+	if f.Has("delay_ms") {
+		delay = ms(f.DelayMS)
+	}
+	if !sleep(r, delay) {
+		return false
+	}
+	if f.Has("status") {
+		if f.Has("retry_after") {
+			w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
+		}
+		h.proto.writeError(w, &apiError{status: f.Status, message: fmt.Sprintf("mock fault: status=%d requested by an @mock directive", f.Status)})
+		return false
+	}
+	return true
 }
 
 func keyMatches(got string, want []byte) bool {

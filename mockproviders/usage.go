@@ -48,28 +48,30 @@ func (x *exchange) usage() usageCounts {
 
 // delivery tracks what one exchange sent, for Tokens.
 type delivery struct {
-	rawInput   int  // the prompt's tokens as received, directive lines included
-	sentOutput int  // tokens of the content pieces sent
-	content    bool // at least one content piece reached the client
-	usageSent  bool // the usage did too
+	rawInput  int            // the prompt's tokens as received, directive lines included
+	text      int            // tokens of the text pieces sent (and of a tool call's name)
+	args      tokens.Counter // a tool call's argument pieces sent, counted as one text
+	content   bool           // at least one content piece reached the client
+	usageSent bool           // the usage did too
 }
 
-func (d *delivery) sentPiece(p string) {
-	d.sentOutput += tokens.Count(p)
-	d.content = true
+func (d *delivery) sentOutput() int { return d.text + d.args.N() }
+
+// sentPiece records that piece i reached the client. A tool call's
+// argument pieces are cut anywhere, so they are counted as the text they
+// add up to, the way Count counts the whole arguments in the usage.
+func (x *exchange) sentPiece(i int) {
+	p := x.ans.pieces[i]
+	if x.ans.call != nil && i > 0 {
+		x.sent.args.Add(p)
+	} else {
+		x.sent.text += tokens.Count(p)
+	}
+	x.sent.content = true
 }
 
 // rawInputTokens counts the prompt before directive lines are removed.
-func rawInputTokens(req *chatRequest) int {
-	n := 0
-	for _, t := range req.system {
-		n += tokens.Count(t)
-	}
-	for _, m := range req.messages {
-		n += tokens.CountMessages(m.texts...)
-	}
-	return n
-}
+func rawInputTokens(req *chatRequest) int { return inputTokens(req) }
 
 // tokensOf is what x counts in /mock/calls (see Tokens). Beta's protocol
 // has no reasoning count: its reasoning tokens are in output_tokens only,
@@ -80,7 +82,7 @@ func (x *exchange) tokensOf(fl Flavor) Tokens {
 	case !d.content:
 		return Tokens{}
 	case !d.usageSent:
-		return Tokens{UnreportedInputTokens: int64(d.rawInput), UnreportedOutputTokens: int64(d.sentOutput)}
+		return Tokens{UnreportedInputTokens: int64(d.rawInput), UnreportedOutputTokens: int64(d.sentOutput())}
 	}
 	u := x.usage()
 	t := Tokens{InputTokens: int64(u.input), CachedInputTokens: int64(u.cached), OutputTokens: int64(u.output),

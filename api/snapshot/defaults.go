@@ -15,7 +15,7 @@ const (
 	DefaultIdleMs                  = 15_000
 	DefaultConnectTimeoutMs        = 2_000
 	DefaultResponseHeaderTimeoutMs = 10_000
-	DefaultMaxBodyBytes            = 1 << 20
+	DefaultMaxBodyBytes            = 20 << 20
 	DefaultMaxMessages             = 256
 	DefaultMaxContentChars         = 200_000
 	DefaultMaxConcurrent           = 1024

@@ -185,7 +185,7 @@ func TestDefaults(t *testing.T) {
 	if got := s.Aliases[1].Timeouts; got != (Timeouts{60000, 20000, 10000, 15000}) {
 		t.Errorf("alias timeouts %+v", got)
 	}
-	if got := s.Limits; got != (Limits{1 << 20, 256, 200000, 1024, 4096}) {
+	if got := s.Limits; got != (Limits{20 << 20, 256, 200000, 1024, 4096}) {
 		t.Errorf("limits %+v", got)
 	}
 	k := s.Keys[0]

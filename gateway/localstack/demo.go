@@ -6,8 +6,9 @@ import (
 )
 
 // Demo is the local stack's configuration: aliases chat-alpha and chat-beta
-// (each falling back to the other provider once) and chat-restricted (no
-// fallback); key A may use all three, key B the first two, both at 60 rpm.
+// (each falling back to the other provider once), chat-restricted (no
+// fallback) and embed-alpha (embeddings, alpha only); key A may use all
+// four, key B all but chat-restricted, both at 60 rpm.
 func Demo(alphaURL, betaURL, keyA, keyB string) *snapshot.Snapshot {
 	zero, one := 0, 1
 	key := func(id, plain string, models []string) snapshot.Key {
@@ -26,10 +27,11 @@ func Demo(alphaURL, betaURL, keyA, keyB string) *snapshot.Snapshot {
 			{Name: "chat-beta", Primary: snapshot.Route{Provider: "beta", Model: "beta-large"},
 				Fallbacks: []snapshot.Route{{Provider: "alpha", Model: "alpha-large"}}, MaxFallbacks: &one},
 			{Name: "chat-restricted", Primary: snapshot.Route{Provider: "alpha", Model: "alpha-small"}, MaxFallbacks: &zero},
+			{Name: "embed-alpha", Primary: snapshot.Route{Provider: "alpha", Model: "alpha-embed"}, MaxFallbacks: &zero},
 		},
 		Keys: []snapshot.Key{
-			key("key-a", keyA, []string{"chat-alpha", "chat-beta", "chat-restricted"}),
-			key("key-b", keyB, []string{"chat-alpha", "chat-beta"}),
+			key("key-a", keyA, []string{"chat-alpha", "chat-beta", "chat-restricted", "embed-alpha"}),
+			key("key-b", keyB, []string{"chat-alpha", "chat-beta", "embed-alpha"}),
 		},
 	}
 }

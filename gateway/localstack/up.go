@@ -43,7 +43,7 @@ func UpMain(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.MgmtAddr, "mgmt-addr", "", "gateway management address serving /metrics (e.g. 127.0.0.1:9090); empty disables it")
 	level := fs.String("log-level", "warn", "log level of the gateway and mocks (logs go to stderr): debug, info, warn or error")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: llmgw up [flags]\n\nStarts mock providers alpha and beta and the gateway on loopback, with demo aliases\nchat-alpha, chat-beta, chat-restricted and two keys (A: all three, B: chat-alpha and chat-beta).\nA second run on the same state directory reuses the keys and the usage history. Ctrl-C stops everything.\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "Usage: llmgw up [flags]\n\nStarts mock providers alpha and beta and the gateway on loopback, with demo aliases\nchat-alpha, chat-beta, chat-restricted, embed-alpha and two keys (A: all four, B: all but chat-restricted).\nA second run on the same state directory reuses the keys and the usage history. Ctrl-C stops everything.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -165,10 +165,10 @@ func writePrivate(path string, data []byte) error {
 
 func printBanner(w io.Writer, gw, alpha, beta, envPath, stateDir string) {
 	fmt.Fprintf(w, `llmgw local stack is up.
-  gateway      %s   (OpenAI-compatible: /v1/chat/completions, /v1/models, /v1/usage, /health)
+  gateway      %s   (OpenAI-compatible: /v1/chat/completions, /v1/embeddings, /v1/models, /v1/usage, /health)
   mock alpha   %s   (OpenAI protocol)
   mock beta    %s   (Anthropic-Messages protocol; its upstream key is injected by the gateway)
-  keys         %s   (mode 0600: LLMGW_KEY_A may use chat-alpha, chat-beta, chat-restricted; LLMGW_KEY_B chat-alpha, chat-beta)
+  keys         %s   (mode 0600: LLMGW_KEY_A may use chat-alpha, chat-beta, chat-restricted, embed-alpha; LLMGW_KEY_B all but chat-restricted)
   usage db     %s
 
 Try it (in another shell):

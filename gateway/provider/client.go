@@ -18,6 +18,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/llmgw/llmgw/api/wire/openai"
+	"github.com/llmgw/llmgw/gateway/translate"
 )
 
 const (
@@ -39,8 +40,8 @@ const (
 // keep the URL and credential out of every error.
 type base struct {
 	name      string
-	endpoint  string
-	target    *http.Request // POST endpoint, copied for every request (post)
+	protocol  string
+	targets   [numOps]*http.Request // POST endpoint of each operation, copied for every request (post); nil: none
 	client    *http.Client
 	transport *http.Transport // nil when the caller shares its own Client
 	redactor  *strings.Replacer
@@ -108,6 +109,8 @@ func newTransport(cfg Config) *http.Transport {
 
 func (b *base) Name() string { return b.name }
 
+func (b *base) Protocol() string { return b.protocol }
+
 // CloseIdleConnections implements IdleCloser. A shared caller Client is left
 // alone: its owner decides.
 func (b *base) CloseIdleConnections() {
@@ -145,8 +148,8 @@ func (b *base) seal(e *Error) *Error {
 }
 
 // post sends one request and returns a 2xx response; everything else is an *Error.
-func (b *base) post(ctx context.Context, body []byte, stream bool) (*http.Response, error) {
-	if ctx == nil { // WithContext would panic; NewRequestWithContext refused it
+func (b *base) post(ctx context.Context, op Operation, body [][]byte, stream bool) (*http.Response, error) {
+	if ctx == nil || op < 0 || op >= numOps || b.targets[op] == nil { // WithContext would panic; NewRequestWithContext refused it
 		return nil, b.seal(&Error{Kind: KindProtocol, Message: "cannot build request"})
 	}
 	ctx, first := newSentBody(ctx, body)
@@ -154,15 +157,15 @@ func (b *base) post(ctx context.Context, body []byte, stream bool) (*http.Respon
 	// without parsing the endpoint again or making a header map that is
 	// replaced below. The copies share the template's URL, read-only, as
 	// WithContext's copies do.
-	req := b.target.WithContext(ctx)
+	req := b.targets[op].WithContext(ctx)
 	req.Body = first
 	// What NewRequest sets for a bytes.Reader: the length (else the body
 	// would go chunked) and GetBody, which lets the transport send the
 	// request again on a pooled connection that turned out to be closed
 	// before anything was written. Both happen within the round trip; once
 	// it returns no retry can come, and body is let go (requestBody).
-	req.ContentLength = int64(len(body))
-	req.GetBody = func() (io.ReadCloser, error) { return &requestBody{b: body}, nil }
+	req.ContentLength = int64(bodyLen(body))
+	req.GetBody = func() (io.ReadCloser, error) { return &requestBody{segs: append([][]byte(nil), body...)}, nil }
 	req.Header = b.headers[0]
 	if stream {
 		req.Header = b.headers[1]
@@ -329,7 +332,11 @@ func parseErrorBody(body []byte) (typ, msg string) {
 		// Anthropic's error object has OpenAI's type and message.
 		var d openai.ErrorDetail
 		if jsonv2.Unmarshal(env.Error, &d, errorBodyJSON) == nil {
-			return oaiErrorType(&d), d.Message
+			typ := d.Type
+			if typ == "" {
+				typ = d.CodeString()
+			}
+			return typ, d.Message
 		}
 	}
 	return "", env.Message
@@ -338,7 +345,8 @@ func parseErrorBody(body []byte) (typ, msg string) {
 // errorBodyJSON reads error bodies as leniently as answers, and matches
 // member names without regard to case: proxies write "Message" as often as
 // "message".
-var errorBodyJSON = jsonv2.JoinOptions(lenient, jsonv2.MatchCaseInsensitiveNames(true))
+var errorBodyJSON = jsonv2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true),
+	jsonv2.MatchCaseInsensitiveNames(true))
 
 // retryAfter reads OpenAI's retry-after-ms first (finer), then the standard
 // Retry-After as seconds or an HTTP date.
@@ -373,37 +381,38 @@ func capRetry(ns float64) time.Duration {
 	return time.Duration(ns)
 }
 
-// complete is the JSON request cycle both protocols share; a protocol
-// supplies only how a request is encoded and a response decoded.
-func (b *base) complete(ctx context.Context, req *Request, encode func(*Request, bool) ([]byte, error),
-	decode func([]byte) (*Completion, *Error)) (*Completion, error) {
-	body, err := encode(req, false)
+// Complete implements Adapter.
+func (b *base) Complete(ctx context.Context, op Operation, body [][]byte, read func(raw []byte) error) error {
+	resp, err := b.post(ctx, op, joinSmall(body), false)
 	if err != nil {
-		return nil, b.seal(&Error{Kind: KindProtocol, Message: "cannot encode request"})
-	}
-	resp, err := b.post(ctx, body, false)
-	if err != nil {
-		return nil, err
+		return err
 	}
 	raw, err := b.readAll(ctx, resp)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	c, e := decode(raw)
-	if e != nil {
-		return nil, b.seal(e)
+	if err := read(raw); err != nil {
+		return b.seal(answerError(err))
 	}
-	return c, nil
+	return nil
 }
 
-// stream is the streaming counterpart of complete: the protocol supplies the
-// request encoding and its event decoder.
-func (b *base) stream(ctx context.Context, req *Request, encode func(*Request, bool) ([]byte, error), dec decoder) (Stream, error) {
-	body, err := encode(req, true)
-	if err != nil {
-		return nil, b.seal(&Error{Kind: KindProtocol, Message: "cannot encode request"})
+// answerError is the *Error of a 2xx answer its translator could not read.
+func answerError(err error) *Error {
+	var f *translate.Failure
+	if !errors.As(err, &f) || f.Malformed {
+		msg := "malformed response JSON"
+		if f != nil && f.Message != "" {
+			msg = f.Message
+		}
+		return &Error{Kind: KindProtocol, Message: msg}
 	}
-	resp, err := b.post(ctx, body, true)
+	return &Error{Kind: KindProtocol, Type: f.Type, Message: "error in a 2xx response: " + f.Message}
+}
+
+// Stream implements Adapter.
+func (b *base) Stream(ctx context.Context, body [][]byte, dec translate.ChatStream) (Stream, error) {
+	resp, err := b.post(ctx, OpChat, joinSmall(body), true)
 	if err != nil {
 		return nil, err
 	}

@@ -44,19 +44,31 @@ func TestStatusErrors(t *testing.T) {
 		{"503 empty body", 503, "", nil, "", "Service Unavailable", 0},
 		{"529 overloaded", 529, ant("overloaded_error", "Overloaded"), nil, "overloaded_error", "Overloaded", 0},
 		{"proxy string error", 500, `{"error":"upstream exploded"}`, nil, "", "upstream exploded", 0},
+		{"proxy message", 502, `{"message":"no healthy upstream"}`, nil, "", "no healthy upstream", 0},
+		{"proxy capitalised names", 504, `{"Error":{"Message":"gateway timeout","Type":"proxy_error"}}`, nil, "proxy_error", "gateway timeout", 0},
 		{"redirect not followed", 307, "", []string{"Location", "http://127.0.0.1:1/elsewhere"}, "", "Temporary Redirect", 0},
 	}
 	for _, tc := range tests {
-		for _, p := range []string{ProtocolOpenAI, ProtocolAnthropic} {
+		for _, p := range protocols {
 			t.Run(tc.name+"/"+p, func(t *testing.T) {
 				srv, got := upstream(t, reply(tc.status, "application/json", tc.body, tc.headers...))
 				a := newAdapter(t, p, srv.URL)
-				for _, call := range []string{"complete", "stream"} {
+				calls := []string{"complete", "stream"}
+				if p == ProtocolOpenAI {
+					calls = append(calls, "embeddings")
+				}
+				for _, call := range calls {
 					var err error
-					if call == "complete" {
-						_, err = a.Complete(testCtx(t), minimalRequest)
-					} else {
-						_, err = a.Stream(testCtx(t), minimalRequest)
+					switch call {
+					case "complete":
+						_, err = complete(testCtx(t), a, chatBody(t, p, false))
+					case "stream":
+						_, err = startStream(testCtx(t), a, chatBody(t, p, true))
+					case "embeddings":
+						err = a.Complete(testCtx(t), OpEmbeddings, literal(`{"model":"e","input":"x"}`), func([]byte) error {
+							t.Error("an error answer was read")
+							return nil
+						})
 					}
 					e := asError(t, err)
 					if e.Kind != KindStatus || e.StatusCode != tc.status || e.Type != tc.wantType || e.Message != tc.wantMsg ||
@@ -65,8 +77,8 @@ func TestStatusErrors(t *testing.T) {
 					}
 					assertNoLeak(t, err, leakCandidates(srv)...)
 				}
-				if n := len(got); n != 2 {
-					t.Fatalf("upstream saw %d requests, want 2 (a redirect must not be followed)", n)
+				if n := len(got); n != len(calls) {
+					t.Fatalf("upstream saw %d requests, want %d (a redirect must not be followed)", n, len(calls))
 				}
 			})
 		}
@@ -81,7 +93,7 @@ func TestUpstreamTextIsRedactedAndClipped(t *testing.T) {
 	})
 	srvURL = srv.URL
 	a := newAdapter(t, ProtocolOpenAI, srv.URL)
-	_, err := a.Complete(testCtx(t), minimalRequest)
+	_, err := complete(testCtx(t), a, chatBody(t, ProtocolOpenAI, false))
 	assertNoLeak(t, err, leakCandidates(srv)...)
 	e := asError(t, err)
 	if len(e.Message) > maxMessageLen+3 || !strings.HasPrefix(e.Message, "key [redacted] rejected at [redacted]/v1 é") {
@@ -99,10 +111,10 @@ func TestConnectionRefused(t *testing.T) {
 	}
 	base := "http://" + ln.Addr().String()
 	ln.Close()
-	for _, p := range []string{ProtocolOpenAI, ProtocolAnthropic} {
+	for _, p := range protocols {
 		a := newAdapter(t, p, base)
-		_, err1 := a.Complete(testCtx(t), minimalRequest)
-		_, err2 := a.Stream(testCtx(t), minimalRequest)
+		_, err1 := complete(testCtx(t), a, chatBody(t, p, false))
+		_, err2 := startStream(testCtx(t), a, chatBody(t, p, true))
 		for _, err := range []error{err1, err2} {
 			e := asError(t, err)
 			if e.Kind != KindConnection || !errors.Is(err, syscall.ECONNREFUSED) {
@@ -122,10 +134,10 @@ func TestResponseHeaderTimeout(t *testing.T) {
 		}
 	})
 	defer close(release)
-	for _, p := range []string{ProtocolOpenAI, ProtocolAnthropic} {
+	for _, p := range protocols {
 		a := newAdapter(t, p, srv.URL, func(c *Config) { c.ResponseHeaderTimeout = 50 * time.Millisecond })
 		start := time.Now()
-		_, err := a.Stream(testCtx(t), minimalRequest)
+		_, err := startStream(testCtx(t), a, chatBody(t, p, true))
 		e := asError(t, err)
 		if e.Kind != KindTimeout {
 			t.Fatalf("%s: got %+v", p, e)
@@ -143,7 +155,7 @@ func TestContextBeforeResponse(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := a.Complete(ctx, minimalRequest)
+	_, err := complete(ctx, a, chatBody(t, ProtocolOpenAI, false))
 	if e := asError(t, err); e.Kind != KindTimeout || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("deadline: %+v", e)
 	}
@@ -151,7 +163,7 @@ func TestContextBeforeResponse(t *testing.T) {
 	cause := errors.New("client went away")
 	ctx2, cancel2 := context.WithCancelCause(context.Background())
 	time.AfterFunc(30*time.Millisecond, func() { cancel2(cause) })
-	_, err = a.Stream(ctx2, minimalRequest)
+	_, err = startStream(ctx2, a, chatBody(t, ProtocolOpenAI, true))
 	if e := asError(t, err); e.Kind != KindCanceled || !errors.Is(err, cause) {
 		t.Fatalf("cancel: %+v", e)
 	}
@@ -174,7 +186,7 @@ func stallAfterFirst(protocol string) http.HandlerFunc {
 }
 
 func TestStalledStreamUnblocksOnCancel(t *testing.T) {
-	for _, p := range []string{ProtocolOpenAI, ProtocolAnthropic} {
+	for _, p := range protocols {
 		for _, how := range []string{"cancel", "deadline"} {
 			t.Run(p+"/"+how, func(t *testing.T) {
 				srv, _ := upstream(t, stallAfterFirst(p))
@@ -210,13 +222,19 @@ func stallThenStop(t *testing.T, a Adapter, how string) (time.Duration, error) {
 		ctx, cancel = context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
 	}
-	s, err := a.Stream(ctx, minimalRequest)
+	s, err := startStream(ctx, a, chatBody(t, a.Protocol(), true))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if ev, err := s.Next(); err != nil || ev.Text != "a" {
-		t.Fatalf("first event %+v, %v", ev, err)
+	for { // up to the chunk that says "a" (an Anthropic stream has a role chunk first)
+		c, err := s.Next()
+		if err != nil {
+			t.Fatalf("before the first text: %v", err)
+		}
+		if c.Text == "a" {
+			break
+		}
 	}
 	stopped := make(chan time.Time, 1)
 	if how == "cancel" {
@@ -250,14 +268,14 @@ func TestStreamCutAndTruncated(t *testing.T) {
 				}
 			})
 			a := newAdapter(t, tc.protocol, srv.URL)
-			s, err := a.Stream(testCtx(t), minimalRequest)
+			s, err := startStream(testCtx(t), a, chatBody(t, tc.protocol, true))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			evs, err := drain(s)
-			if len(evs) == 0 || evs[0].Text != "a" {
-				t.Fatalf("events %v", evs)
+			chunks, err := drain(s)
+			if textOf(chunks) != "a" {
+				t.Fatalf("chunks %v", chunks)
 			}
 			e := asError(t, err)
 			if e.Kind != KindStream {
@@ -287,9 +305,9 @@ func TestMalformedUpstreamData(t *testing.T) {
 			a := newAdapter(t, tc.protocol, srv.URL)
 			var err error
 			if tc.stream {
-				_, err = a.Stream(testCtx(t), minimalRequest)
+				_, err = startStream(testCtx(t), a, chatBody(t, tc.protocol, true))
 			} else {
-				_, err = a.Complete(testCtx(t), minimalRequest)
+				_, err = complete(testCtx(t), a, chatBody(t, tc.protocol, false))
 			}
 			if e := asError(t, err); e.Kind != KindProtocol {
 				t.Fatalf("got %+v", e)
@@ -307,7 +325,7 @@ func TestCompleteBodyCut(t *testing.T) {
 		panic(http.ErrAbortHandler)
 	})
 	a := newAdapter(t, ProtocolOpenAI, srv.URL)
-	_, err := a.Complete(testCtx(t), minimalRequest)
+	_, err := complete(testCtx(t), a, chatBody(t, ProtocolOpenAI, false))
 	if e := asError(t, err); e.Kind != KindConnection {
 		t.Fatalf("got %+v", e)
 	}
@@ -335,7 +353,7 @@ func TestDescribeHidesAddresses(t *testing.T) {
 	}
 	// The redactor catches what describe lets through.
 	a := newAdapter(t, ProtocolAnthropic, "https://secret-host.internal:8443")
-	e := a.(*anthropic).transportError(context.Background(), &url.Error{Op: "Post", URL: u, Err: fmt.Errorf("x509: certificate is valid for a, not secret-host.internal")})
+	e := baseOf(t, a).transportError(context.Background(), &url.Error{Op: "Post", URL: u, Err: fmt.Errorf("x509: certificate is valid for a, not secret-host.internal")})
 	assertNoLeak(t, e, "secret-host.internal", testCredential)
 }
 
@@ -408,7 +426,7 @@ func TestDialTimeoutIsTimeout(t *testing.T) {
 	a := newAdapter(t, ProtocolOpenAI, "http://10.0.0.1:81")
 	dialErr := &url.Error{Op: "Post", URL: "http://10.0.0.1:81/v1/chat/completions",
 		Err: &net.OpError{Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 81}, Err: os.ErrDeadlineExceeded}}
-	e := a.(*openAI).transportError(context.Background(), dialErr)
+	e := baseOf(t, a).transportError(context.Background(), dialErr)
 	if e.Kind != KindTimeout || e.Message != "dial: i/o timeout" || !errors.Is(e, os.ErrDeadlineExceeded) {
 		t.Fatalf("got %+v", e)
 	}

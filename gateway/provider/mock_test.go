@@ -5,16 +5,22 @@ import (
 	"errors"
 	"io"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json"
+
 	"github.com/llmgw/llmgw/api/tokens"
+	"github.com/llmgw/llmgw/api/wire/openai"
+	"github.com/llmgw/llmgw/gateway/translate"
 	"github.com/llmgw/llmgw/mockproviders"
 )
 
-// These tests run the adapters against the project's mock providers: alpha speaks
-// the OpenAI protocol, beta the Anthropic one, and both require the credential.
+// These tests run the adapters, with the gateway's translators, against the
+// project's mock providers: alpha speaks the OpenAI protocol, beta the
+// Anthropic one, and both require the credential.
 
 type mockCase struct {
 	flavor   mockproviders.Flavor
@@ -38,69 +44,136 @@ func startMock(t *testing.T, mc mockCase, mod ...func(*Config)) (Adapter, *httpt
 	return newAdapter(t, mc.protocol, srv.URL, mod...), srv
 }
 
-func mockRequest(model, directive string) *Request {
+// mockCall is a caller's request to the mock: a conversation whose last
+// message carries the directive, and extra members of the caller's body.
+type mockCall struct {
+	mc        mockCase
+	directive string
+	extra     []string
+}
+
+func (c mockCall) body(t *testing.T, stream bool) [][]byte {
+	t.Helper()
 	last := "Tell me about rivers."
-	if directive != "" {
-		last += "\n@mock " + directive
+	if c.directive != "" {
+		last += "\n@mock " + c.directive
 	}
-	return &Request{
-		Model: model,
-		Messages: []Message{
-			{"system", "You are terse."},
-			{"user", "Hello there."},
-			{"assistant", "Hi."},
-			{"user", last},
-		},
-		Temperature: ptr(0.2),
-		User:        "u-1",
+	msgs, err := json.Marshal([]map[string]string{
+		{"role": "system", "content": "You are terse."},
+		{"role": "user", "content": "Hello there."},
+		{"role": "assistant", "content": "Hi."},
+		{"role": "user", "content": last},
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	members := append([]string{`"model":"alias"`, `"messages":` + string(msgs), `"temperature":0.2`, `"user":"u-1"`}, c.extra...)
+	if stream {
+		members = append(members, `"stream":true`)
+	}
+	segs, err := translate.Chat(c.mc.protocol).Request(&translate.ChatRequest{Body: []byte("{" + strings.Join(members, ",") + "}"), Stream: stream, IncludeUsage: stream}, c.mc.model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return segs
+}
+
+// mockAnswer is what a test reads of a translated answer or stream.
+type mockAnswer struct {
+	text, finish string
+	toolCalls    []string // name(arguments)
+	usage        *translate.Usage
+	contentParts int // stream: the chunks that carried content
+}
+
+func readAnswer(t *testing.T, ans *translate.Answer) mockAnswer {
+	t.Helper()
+	var c openai.ChatCompletion
+	if err := json.Unmarshal(ans.Body, &c); err != nil || len(c.Choices) != 1 || c.Model != "alias" {
+		t.Fatalf("answer %s: %v", ans.Body, err)
+	}
+	m := mockAnswer{finish: c.Choices[0].FinishReason, usage: ans.Usage}
+	if p := c.Choices[0].Message.Content; p != nil {
+		m.text = *p
+	}
+	for _, tc := range c.Choices[0].Message.ToolCalls {
+		m.toolCalls = append(m.toolCalls, tc.Function.Name+"("+tc.Function.Arguments+")")
+	}
+	return m
+}
+
+func readStream(t *testing.T, chunks []relayed) mockAnswer {
+	t.Helper()
+	var m mockAnswer
+	var names, args []string
+	for _, r := range chunks {
+		if r.usage != nil {
+			m.usage = r.usage
+		}
+		if r.data == "" {
+			continue
+		}
+		var c openai.ChatCompletionChunk
+		if err := json.Unmarshal([]byte(r.data), &c); err != nil || c.Model != "alias" {
+			t.Fatalf("chunk %s: %v", r.data, err)
+		}
+		for _, ch := range c.Choices {
+			if p := ch.Delta.Content; p != nil && *p != "" {
+				if m.finish != "" {
+					t.Fatal("content after the finish reason")
+				}
+				m.text += *p
+				m.contentParts++
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				for len(names) <= tc.Index {
+					names, args = append(names, ""), append(args, "")
+				}
+				names[tc.Index] += tc.Function.Name
+				args[tc.Index] += tc.Function.Arguments
+			}
+			if ch.FinishReason != nil {
+				m.finish = *ch.FinishReason
+			}
+		}
+	}
+	for i := range names {
+		m.toolCalls = append(m.toolCalls, names[i]+"("+args[i]+")")
+	}
+	return m
+}
+
+// both makes the call as JSON and as a stream, and reads both.
+func both(t *testing.T, a Adapter, c mockCall) (js, st mockAnswer) {
+	t.Helper()
+	ans, err := complete(testCtx(t), a, c.body(t, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := startStream(testCtx(t), a, c.body(t, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	chunks, err := drain(s)
+	if err != io.EOF {
+		t.Fatal(err)
+	}
+	return readAnswer(t, ans), readStream(t, chunks)
 }
 
 func TestMockHappyPath(t *testing.T) {
 	for _, mc := range mockCases {
 		t.Run(string(mc.flavor), func(t *testing.T) {
 			a, _ := startMock(t, mc)
-			req := mockRequest(mc.model, "*:chunks=5")
-			c, err := a.Complete(testCtx(t), req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			js, st := both(t, a, mockCall{mc: mc, directive: "*:chunks=5"})
 			prefix := string(mc.flavor) + "/" + mc.model + " says:"
-			wantIn := tokens.CountMessages("You are terse.", "Hello there.", "Hi.", "Tell me about rivers.")
-			if !strings.HasPrefix(c.Text, prefix) || c.FinishReason != "stop" || !c.HasUsage ||
-				c.Usage.OutputTokens != tokens.Count(c.Text) || c.Usage.InputTokens != wantIn {
-				t.Fatalf("completion %+v (want input %d)", c, wantIn)
+			if !strings.HasPrefix(js.text, prefix) || js.finish != "stop" || js.usage == nil ||
+				js.usage.OutputTokens != tokens.Count(js.text) || js.usage.InputTokens == 0 {
+				t.Fatalf("answer %+v, usage %v", js, js.usage)
 			}
-
-			s, err := a.Stream(testCtx(t), req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			evs, err := drain(s)
-			if err != io.EOF {
-				t.Fatal(err)
-			}
-			var text strings.Builder
-			var texts int
-			var fin string
-			var u *Usage
-			for _, ev := range evs {
-				switch {
-				case ev.Text != "":
-					if fin != "" || u != nil {
-						t.Fatal("text after finish or usage")
-					}
-					texts++
-					text.WriteString(ev.Text)
-				case ev.FinishReason != "":
-					fin = ev.FinishReason
-				case ev.Usage != nil:
-					u = ev.Usage
-				}
-			}
-			if texts != 5 || text.String() != c.Text || fin != "stop" || u == nil || *u != c.Usage {
-				t.Fatalf("stream: %d chunks %q finish %q usage %v; JSON said %+v", texts, text.String(), fin, u, c)
+			if st.contentParts != 5 || st.text != js.text || st.finish != "stop" || st.usage == nil || *st.usage != *js.usage {
+				t.Fatalf("stream: %d parts %q finish %q usage %v; JSON said %+v %v", st.contentParts, st.text, st.finish, st.usage, js, js.usage)
 			}
 		})
 	}
@@ -110,19 +183,83 @@ func TestMockMaxTokensAndStop(t *testing.T) {
 	for _, mc := range mockCases {
 		t.Run(string(mc.flavor), func(t *testing.T) {
 			a, _ := startMock(t, mc)
-			req := mockRequest(mc.model, "")
-			req.MaxTokens = ptr(3)
-			c, err := a.Complete(testCtx(t), req)
-			if err != nil || c.FinishReason != "length" || c.Usage.OutputTokens != 3 {
-				t.Fatalf("max_tokens: %+v, %v", c, err)
+			js, st := both(t, a, mockCall{mc: mc, extra: []string{`"max_tokens":3`}})
+			for _, m := range []mockAnswer{js, st} {
+				if m.finish != "length" || m.usage == nil || m.usage.OutputTokens != 3 {
+					t.Fatalf("max_tokens: %+v %v", m, m.usage)
+				}
 			}
-			req = mockRequest(mc.model, "")
-			req.Stop = []string{"says:"}
-			c, err = a.Complete(testCtx(t), req)
-			if err != nil || c.FinishReason != "stop" || strings.Contains(c.Text, "says:") {
-				t.Fatalf("stop: %+v, %v", c, err)
+			js, st = both(t, a, mockCall{mc: mc, extra: []string{`"stop":["says:"]`}})
+			for _, m := range []mockAnswer{js, st} {
+				if m.finish != "stop" || strings.Contains(m.text, "says:") || m.text == "" {
+					t.Fatalf("stop: %+v", m)
+				}
 			}
 		})
+	}
+}
+
+// A tool the caller offers reaches the provider (passed through to alpha,
+// translated for beta), and the call comes back as the caller's tool call.
+func TestMockToolCall(t *testing.T) {
+	tools := `"tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}}]`
+	for _, mc := range mockCases {
+		t.Run(string(mc.flavor), func(t *testing.T) {
+			a, _ := startMock(t, mc)
+			js, st := both(t, a, mockCall{mc: mc, directive: `*:tool=lookup *:args={"q":"x"}`, extra: []string{tools}})
+			if len(js.toolCalls) != 1 || js.toolCalls[0] != `lookup({"q":"x"})` || js.finish != "tool_calls" {
+				t.Fatalf("answer %+v", js)
+			}
+			if len(st.toolCalls) != 1 || st.toolCalls[0] != js.toolCalls[0] || st.finish != "tool_calls" {
+				t.Fatalf("stream %+v; JSON said %+v", st, js)
+			}
+		})
+	}
+}
+
+// The counts' details (cached prompt tokens; reasoning tokens where the
+// protocol reports them) come through both ways.
+func TestMockUsageDetails(t *testing.T) {
+	for _, mc := range mockCases {
+		t.Run(string(mc.flavor), func(t *testing.T) {
+			a, _ := startMock(t, mc)
+			js, st := both(t, a, mockCall{mc: mc, directive: "*:cached_tokens=4 *:reasoning_tokens=3"})
+			if js.usage == nil || st.usage == nil || *js.usage != *st.usage {
+				t.Fatalf("usage %v, stream %v", js.usage, st.usage)
+			}
+			if js.usage.CachedInputTokens != 4 || js.usage.InputTokens < 4 {
+				t.Fatalf("usage %+v: want 4 cached tokens within the input", *js.usage)
+			}
+			if mc.flavor == mockproviders.Alpha && js.usage.ReasoningTokens != 3 {
+				t.Fatalf("usage %+v: want 3 reasoning tokens", *js.usage)
+			}
+		})
+	}
+}
+
+func TestMockEmbeddings(t *testing.T) {
+	a, _ := startMock(t, mockCases[0])
+	body, err := translate.Embeddings(ProtocolOpenAI).Request(&translate.EmbeddingRequest{Body: []byte(`{"model":"alias","input":["a b","c"],"dimensions":4}`)}, "alpha-embed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ans *translate.Answer
+	err = a.Complete(testCtx(t), OpEmbeddings, body, func(raw []byte) error {
+		ans, err = translate.Embeddings(ProtocolOpenAI).Answer(raw, testMeta())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r openai.EmbeddingResponse
+	if err := json.Unmarshal(ans.Body, &r); err != nil || len(r.Data) != 2 || r.Model != "alias" || ans.Usage == nil || ans.Usage.InputTokens == 0 {
+		t.Fatalf("answer %s, usage %v: %v", ans.Body, ans.Usage, err)
+	}
+	// Beta has no embeddings: its translator refuses before any call.
+	_, err = translate.Embeddings(ProtocolAnthropic).Request(&translate.EmbeddingRequest{Body: []byte(`{"model":"alias","input":"a"}`)}, "beta-large")
+	var nc *translate.NotCarried
+	if !errors.As(err, &nc) {
+		t.Fatalf("beta embeddings: %v", err)
 	}
 }
 
@@ -131,7 +268,7 @@ func TestMockWrongCredential(t *testing.T) {
 	for _, mc := range mockCases {
 		t.Run(string(mc.flavor), func(t *testing.T) {
 			a, srv := startMock(t, mc, func(c *Config) { c.Credential = "wrong-" + testCredential })
-			_, err := a.Complete(testCtx(t), mockRequest(mc.model, ""))
+			_, err := complete(testCtx(t), a, mockCall{mc: mc}.body(t, false))
 			e := asError(t, err)
 			if e.Kind != KindStatus || e.StatusCode != 401 || e.Type != wantType[mc.flavor] {
 				t.Fatalf("got %+v", e)
@@ -157,12 +294,13 @@ func TestMockStatusFaults(t *testing.T) {
 		a, srv := startMock(t, mc)
 		for _, tc := range tests {
 			t.Run(string(mc.flavor)+"/"+tc.directive, func(t *testing.T) {
+				c := mockCall{mc: mc, directive: tc.directive}
 				for _, stream := range []bool{false, true} {
 					var err error
 					if stream {
-						_, err = a.Stream(testCtx(t), mockRequest(mc.model, tc.directive))
+						_, err = startStream(testCtx(t), a, c.body(t, true))
 					} else {
-						_, err = a.Complete(testCtx(t), mockRequest(mc.model, tc.directive))
+						_, err = complete(testCtx(t), a, c.body(t, false))
 					}
 					e := asError(t, err)
 					if e.Kind != KindStatus || e.StatusCode != tc.status || e.RetryAfter != tc.retryAfter ||
@@ -180,7 +318,7 @@ func TestMockStatusFaults(t *testing.T) {
 func TestMockDirectiveTargetsOneFlavor(t *testing.T) {
 	for _, mc := range mockCases {
 		a, _ := startMock(t, mc)
-		_, err := a.Complete(testCtx(t), mockRequest(mc.model, "alpha:status=503 beta:status=429"))
+		_, err := complete(testCtx(t), a, mockCall{mc: mc, directive: "alpha:status=503 beta:status=429"}.body(t, false))
 		want := map[mockproviders.Flavor]int{mockproviders.Alpha: 503, mockproviders.Beta: 429}[mc.flavor]
 		if e := asError(t, err); e.StatusCode != want {
 			t.Fatalf("%s: %+v", mc.flavor, e)
@@ -192,14 +330,14 @@ func TestMockTimeouts(t *testing.T) {
 	for _, mc := range mockCases {
 		t.Run(string(mc.flavor), func(t *testing.T) {
 			a, _ := startMock(t, mc, func(c *Config) { c.ResponseHeaderTimeout = 100 * time.Millisecond })
-			_, err := a.Complete(testCtx(t), mockRequest(mc.model, "*:delay_ms=2000"))
+			_, err := complete(testCtx(t), a, mockCall{mc: mc, directive: "*:delay_ms=2000"}.body(t, false))
 			if e := asError(t, err); e.Kind != KindTimeout {
 				t.Fatalf("header delay: %+v", e)
 			}
 			// Headers on time, first byte late: the caller's first-chunk deadline.
 			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 			defer cancel()
-			s, err := a.Stream(ctx, mockRequest(mc.model, "*:first_byte_delay_ms=2000"))
+			s, err := startStream(ctx, a, mockCall{mc: mc, directive: "*:first_byte_delay_ms=2000"}.body(t, true))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,24 +367,30 @@ func TestMockStreamFaults(t *testing.T) {
 			t.Run(string(mc.flavor)+"/"+tc.directive, func(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				s, err := a.Stream(ctx, mockRequest(mc.model, tc.directive+" *:chunks=6"))
+				s, err := startStream(ctx, a, mockCall{mc: mc, directive: tc.directive + " *:chunks=6"}.body(t, true))
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer s.Close()
-				for i := range 2 {
-					ev, err := s.Next()
-					if err != nil || ev.Text == "" {
-						t.Fatalf("event %d: %+v, %v", i, ev, err)
+				for said := 0; said < 2; {
+					c, err := s.Next()
+					if err != nil {
+						t.Fatalf("after %d content chunks: %v", said, err)
+					}
+					if c.Text != "" {
+						said++
 					}
 				}
 				if tc.cancel {
 					time.AfterFunc(50*time.Millisecond, cancel)
 				}
-				_, err = s.Next()
+				var c translate.Chunk
+				for err == nil && c.Text == "" { // chunks without content (none expected to say more)
+					c, err = s.Next()
+				}
 				e := asError(t, err)
 				if e.Kind != tc.kind || e.Type != tc.typ[mc.flavor] {
-					t.Fatalf("got %+v", e)
+					t.Fatalf("got %+v (a chunk said %q)", e, c.Text)
 				}
 				assertNoLeak(t, err, leakCandidates(srv)...)
 			})
@@ -256,24 +400,43 @@ func TestMockStreamFaults(t *testing.T) {
 
 func TestMockNoUsage(t *testing.T) {
 	for _, mc := range mockCases {
-		a, _ := startMock(t, mc)
-		c, err := a.Complete(testCtx(t), mockRequest(mc.model, "*:no_usage=1"))
-		if err != nil || c.HasUsage {
-			t.Fatalf("%s: %+v, %v", mc.flavor, c, err)
-		}
-		s, err := a.Stream(testCtx(t), mockRequest(mc.model, "*:no_usage=1"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs, err := drain(s)
-		s.Close()
-		if err != io.EOF || len(evs) < 2 {
-			t.Fatalf("%s: %v, %v", mc.flavor, evs, err)
-		}
-		for _, ev := range evs {
-			if ev.Usage != nil {
-				t.Fatalf("%s: usage despite no_usage", mc.flavor)
+		t.Run(string(mc.flavor), func(t *testing.T) {
+			a, _ := startMock(t, mc)
+			c := mockCall{mc: mc, directive: "*:no_usage=1"}
+			ans, err := complete(testCtx(t), a, c.body(t, false))
+			if err != nil || ans.Usage != nil || ans.Text == "" {
+				t.Fatalf("%+v, %v: want no usage and the text for the gateway's count", ans, err)
 			}
-		}
+			js, st := both(t, a, c)
+			if st.usage != nil || st.text != js.text || ans.Text != js.text {
+				t.Fatalf("stream usage %v text %q; JSON text %q, Text %q", st.usage, st.text, js.text, ans.Text)
+			}
+		})
+	}
+}
+
+// The mock's own ledger agrees with what the adapter read: two calls, both
+// answered, counted under the caller's user (a member the body carried:
+// alpha's user, beta's metadata.user_id), with the usage the answers had.
+func TestMockCountsTheRequest(t *testing.T) {
+	for _, mc := range mockCases {
+		t.Run(string(mc.flavor), func(t *testing.T) {
+			a, srv := startMock(t, mc)
+			js, _ := both(t, a, mockCall{mc: mc})
+			resp, err := srv.Client().Get(srv.URL + "/mock/calls")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var calls mockproviders.Calls
+			if err := json.UnmarshalRead(resp.Body, &calls); err != nil {
+				t.Fatal(err)
+			}
+			u := calls.TokensByUser["u-1"]
+			if calls.Total != 2 || calls.ByStatus[strconv.Itoa(200)] != 2 || js.usage == nil ||
+				u.InputTokens != 2*int64(js.usage.InputTokens) || u.OutputTokens != 2*int64(js.usage.OutputTokens) {
+				t.Fatalf("calls %+v (answer usage %v)", calls, js.usage)
+			}
+		})
 	}
 }

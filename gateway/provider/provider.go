@@ -1,7 +1,8 @@
 // Package provider holds the upstream adapters the gateway's router calls: one per
-// configured provider endpoint, translating the gateway's protocol-neutral request
-// to the provider's wire protocol (OpenAI chat completions or Anthropic Messages)
-// and its answers, JSON or streamed, back to neutral completions and events.
+// configured provider endpoint, speaking HTTP to it in its wire protocol
+// (OpenAI chat completions and embeddings, or Anthropic Messages). What the
+// bodies say is gateway/translate's business; the adapter sends them and
+// reads the answers and event streams back.
 //
 // Every failure is an *Error whose Kind tells the router whether a fallback may
 // help. No error, log line or returned value carries the provider's base URL or
@@ -16,74 +17,47 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/llmgw/llmgw/gateway/translate"
 )
 
 // Protocols understood by New.
 const (
-	ProtocolOpenAI    = "openai"
-	ProtocolAnthropic = "anthropic"
+	ProtocolOpenAI    = translate.ProtocolOpenAI
+	ProtocolAnthropic = translate.ProtocolAnthropic
 )
 
-// Message is one chat message. Role is system, user or assistant; Content is
-// already flattened to text by the caller.
-type Message struct{ Role, Content string }
+// Operation is what a request asks of a provider: its endpoint.
+type Operation int
 
-// Request is a protocol-neutral chat request.
-type Request struct {
-	Model       string // the provider's model name, not the public alias
-	Messages    []Message
-	MaxTokens   *int
-	Temperature *float64
-	TopP        *float64
-	Stop        []string
-	User        string
-}
+// The operations; a protocol without an operation's endpoint never gets
+// such a request (its translator refuses it first).
+const (
+	OpChat       Operation = iota // /v1/chat/completions or /v1/messages
+	OpEmbeddings                  // /v1/embeddings
+	numOps
+)
 
-// Usage counts tokens as the provider reported them. CachedInputTokens are
-// the part of InputTokens served from the provider's prompt cache and
-// ReasoningTokens the part of OutputTokens spent on reasoning the caller
-// does not see (OpenAI's semantics; the Messages protocol reports cache
-// reads apart from input_tokens, and the adapter adds them back).
-type Usage struct {
-	InputTokens, OutputTokens          int
-	CachedInputTokens, ReasoningTokens int
-}
-
-// Completion is a non-streamed answer.
-type Completion struct {
-	ID           string
-	Text         string
-	FinishReason string // OpenAI vocabulary: stop, length, content_filter
-	Usage        Usage
-	HasUsage     bool
-}
-
-// Event is one step of a stream. Each Event carries exactly one of: a content
-// delta (Text != ""), a finish marker (FinishReason != ""), or usage
-// (Usage != nil). Usage, when the provider reports it, follows the finish marker.
-type Event struct {
-	Text         string
-	FinishReason string
-	Usage        *Usage
-}
-
-// Buffered is implemented by a Stream that can tell whether its next event
-// has already arrived, so a relay can write events that came together with
+// Buffered is implemented by a Stream that can tell whether its next chunk
+// has already arrived, so a relay can write chunks that came together with
 // one flush.
 type Buffered interface {
-	// TryNext is Next when the next event (or the end) is already in
+	// TryNext is Next when the next chunk (or the end) is already in
 	// memory, and ok=false, doing nothing, when it would have to wait for
 	// the network. It must not be called after Close.
-	TryNext() (ev Event, ok bool, err error)
+	TryNext() (c translate.Chunk, ok bool, err error)
 }
 
-// Stream is an established upstream stream.
+// Stream is an established upstream stream, its events read by the
+// translator given to Adapter.Stream.
 type Stream interface {
-	// Next returns the next event; io.EOF after a clean end; an *Error on an
-	// upstream error event, a cut or truncated stream (KindStream), malformed data
-	// (KindProtocol) or cancellation of the ctx given to Adapter.Stream
-	// (KindCanceled, or KindTimeout for a deadline). Errors are sticky.
-	Next() (Event, error)
+	// Next returns the next chunk; io.EOF after the protocol's end of
+	// stream; an *Error on an upstream error event, a cut or truncated
+	// stream (KindStream), malformed data (KindProtocol) or cancellation of
+	// the ctx given to Adapter.Stream (KindCanceled, or KindTimeout for a
+	// deadline). Errors are sticky. A chunk's Data is valid until the next
+	// call.
+	Next() (translate.Chunk, error)
 	// Close releases the connection and may be called more than once, but not
 	// concurrently with Next: cancel the ctx to unblock a waiting Next first.
 	Close() error
@@ -108,15 +82,24 @@ type Config struct {
 	Client *http.Client
 }
 
-// Adapter calls one provider endpoint. Implementations are safe for concurrent
-// use.
+// Adapter calls one provider endpoint. It carries bodies already in the
+// provider's protocol (gateway/translate writes and reads them) and owns
+// the HTTP exchange: headers and credential, status codes, the event
+// stream's framing, timeouts, and errors that never show the provider's
+// URL or credential. Implementations are safe for concurrent use.
 type Adapter interface {
 	Name() string
-	Complete(ctx context.Context, req *Request) (*Completion, error)
-	// Stream returns once the upstream answered 200 with an event stream; any
-	// failure before that is an *Error. The stream lives as long as ctx: cancel it
-	// to abandon the stream (first-chunk and idle timeouts work that way).
-	Stream(ctx context.Context, req *Request) (Stream, error)
+	Protocol() string
+	// Complete posts body (segments sent one after the other, as
+	// translate writes them) to op's endpoint and hands the 2xx answer to
+	// read; an error read returns (a *translate.Failure) becomes an *Error
+	// of KindProtocol. Any failure before is an *Error too.
+	Complete(ctx context.Context, op Operation, body [][]byte, read func(raw []byte) error) error
+	// Stream posts a chat body and returns once the upstream answered 200
+	// with an event stream, whose events dec reads; any failure before that
+	// is an *Error. The stream lives as long as ctx: cancel it to abandon
+	// the stream (first-chunk and idle timeouts work that way).
+	Stream(ctx context.Context, body [][]byte, dec translate.ChatStream) (Stream, error)
 }
 
 // IdleCloser is implemented by every adapter New returns. Call it when an adapter
@@ -136,30 +119,35 @@ func New(cfg Config) (Adapter, error) {
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("provider %s: base URL must not carry user info, query or fragment", cfg.Name)
 	}
-	var path, authHeader, authValue string
+	var paths [numOps]string
+	var authHeader, authValue string
 	var extra [][2]string
 	switch cfg.Protocol {
 	case ProtocolOpenAI:
-		path, authHeader, authValue = "/chat/completions", "Authorization", "Bearer "+cfg.Credential
+		paths = [numOps]string{OpChat: "/chat/completions", OpEmbeddings: "/embeddings"}
+		authHeader, authValue = "Authorization", "Bearer "+cfg.Credential
 	case ProtocolAnthropic:
-		path, authHeader, authValue = "/messages", "X-Api-Key", cfg.Credential
+		paths = [numOps]string{OpChat: "/messages"}
+		authHeader, authValue = "X-Api-Key", cfg.Credential
 		extra = [][2]string{{"Anthropic-Version", anthropicVersion}}
 	default:
 		return nil, fmt.Errorf("provider %s: unknown protocol %q", cfg.Name, cfg.Protocol)
 	}
 	b := newBase(cfg, u)
-	b.endpoint = joinEndpoint(u, path)
-	if b.target, err = http.NewRequest(http.MethodPost, b.endpoint, nil); err != nil {
-		return nil, fmt.Errorf("provider %s: base URL must be an absolute http(s) URL", cfg.Name)
+	for op, path := range paths {
+		if path == "" {
+			continue
+		}
+		if b.targets[op], err = http.NewRequest(http.MethodPost, joinEndpoint(u, path), nil); err != nil {
+			return nil, fmt.Errorf("provider %s: base URL must be an absolute http(s) URL", cfg.Name)
+		}
 	}
 	if cfg.Credential != "" {
 		extra = append(extra, [2]string{authHeader, authValue})
 	}
 	b.setHeaders(extra)
-	if cfg.Protocol == ProtocolOpenAI {
-		return &openAI{base: b}, nil
-	}
-	return &anthropic{base: b}, nil
+	b.protocol = cfg.Protocol
+	return b, nil
 }
 
 // joinEndpoint appends /v1 unless the base already ends in it.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/gateway/provider/sse"
+	"github.com/llmgw/llmgw/gateway/translate"
 )
 
 const (
@@ -21,39 +22,22 @@ const (
 	maxDrain     = 64 << 10
 )
 
-// decoder turns one protocol's SSE events into Events.
-type decoder interface {
-	// decode handles one event, pushing what it yields onto q. done reports the
-	// protocol's terminal event. A returned *Error is unsealed (seal fills the
-	// provider and cleans upstream text).
-	decode(typ, data []byte, q *queue) (done bool, err *Error)
-}
-
-// queue holds the few Events one upstream event can yield (an OpenAI chunk may
-// carry text, a finish reason and usage at once).
+// queue holds the chunks one upstream event yielded, until Next hands them
+// out.
 type queue struct {
-	ev   [4]Event
+	c    []translate.Chunk
 	head int
-	n    int
 }
 
-func (q *queue) push(e Event) {
-	if q.head+q.n < len(q.ev) {
-		q.ev[q.head+q.n] = e
-		q.n++
+func (q *queue) pop() (translate.Chunk, bool) {
+	if q.head == len(q.c) {
+		q.c, q.head = q.c[:0], 0
+		return translate.Chunk{}, false
 	}
-}
-
-func (q *queue) pop() (Event, bool) {
-	if q.n == 0 {
-		q.head = 0
-		return Event{}, false
-	}
-	e := q.ev[q.head]
-	q.ev[q.head] = Event{}
+	c := q.c[q.head]
+	q.c[q.head] = translate.Chunk{}
 	q.head++
-	q.n--
-	return e, true
+	return c, true
 }
 
 var readerPool = sync.Pool{New: func() any { return sse.NewReader(nil) }}
@@ -63,19 +47,19 @@ type sseStream struct {
 	ctx    context.Context
 	body   io.ReadCloser
 	rd     *sse.Reader
-	dec    decoder
+	dec    translate.ChatStream
 	q      queue
 	err    error // sticky: io.EOF after the terminal event, else an *Error
 	closed bool
 }
 
-func newStream(ctx context.Context, b *base, body io.ReadCloser, dec decoder) *sseStream {
+func newStream(ctx context.Context, b *base, body io.ReadCloser, dec translate.ChatStream) *sseStream {
 	rd := readerPool.Get().(*sse.Reader)
 	rd.Reset(body)
 	return &sseStream{b: b, ctx: ctx, body: body, rd: rd, dec: dec}
 }
 
-func (s *sseStream) Next() (Event, error) {
+func (s *sseStream) Next() (translate.Chunk, error) {
 	if s.err == nil {
 		// Once the caller gave up (first-chunk or idle timeout, client gone), even
 		// events already buffered must not come out.
@@ -89,14 +73,14 @@ func (s *sseStream) Next() (Event, error) {
 			return ev, nil
 		}
 		if s.err != nil {
-			return Event{}, s.err
+			return translate.Chunk{}, s.err
 		}
 		s.read()
 	}
 }
 
 // TryNext implements Buffered: Next, as long as it needs no network read.
-func (s *sseStream) TryNext() (Event, bool, error) {
+func (s *sseStream) TryNext() (translate.Chunk, bool, error) {
 	if s.err == nil {
 		if e := s.b.ctxError(s.ctx); e != nil { // as in Next
 			s.err = e
@@ -108,10 +92,10 @@ func (s *sseStream) TryNext() (Event, bool, error) {
 			return ev, true, nil
 		}
 		if s.err != nil {
-			return Event{}, true, s.err
+			return translate.Chunk{}, true, s.err
 		}
 		if !s.rd.Ready() {
-			return Event{}, false, nil
+			return translate.Chunk{}, false, nil
 		}
 		s.read()
 	}
@@ -124,13 +108,34 @@ func (s *sseStream) read() {
 		s.err = s.readFailure(err)
 		return
 	}
-	done, derr := s.dec.decode(ev.Type, ev.Data, &s.q)
+	var done bool
+	var derr error
+	s.q.c, done, derr = s.dec.Event(ev.Type, ev.Data, s.q.c[:0])
+	s.q.head = 0
 	switch {
 	case derr != nil:
-		s.err = s.b.seal(derr)
+		s.err = s.b.seal(streamError(derr))
 	case done:
 		s.err = io.EOF
 	}
+}
+
+// streamError is the *Error of a stream event its translator reported: an
+// upstream error event, or data it could not read.
+func streamError(err error) *Error {
+	var f *translate.Failure
+	if !errors.As(err, &f) || f.Malformed {
+		msg := "malformed stream event JSON"
+		if f != nil && f.Message != "" {
+			msg = f.Message
+		}
+		return &Error{Kind: KindProtocol, Message: msg}
+	}
+	msg := f.Message
+	if msg == "" {
+		msg = "upstream error event"
+	}
+	return &Error{Kind: KindStream, Type: f.Type, Message: msg}
 }
 
 func (s *sseStream) readFailure(err error) error {
@@ -189,7 +194,7 @@ func eventStreamType(h http.Header) string {
 
 // openStream checks that a 2xx answer really is an event stream before handing
 // it out, so a proxy's JSON or HTML page fails as a protocol error up front.
-func (b *base) openStream(ctx context.Context, resp *http.Response, dec decoder) (Stream, error) {
+func (b *base) openStream(ctx context.Context, resp *http.Response, dec translate.ChatStream) (Stream, error) {
 	mt := eventStreamType(resp.Header)
 	if mt != "text/event-stream" {
 		resp.Body.Close()

@@ -4,135 +4,94 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/llmgw/llmgw/gateway/provider/sse"
+	"github.com/llmgw/llmgw/gateway/translate"
 )
 
-// streamOf decodes body as the given protocol's stream, without HTTP.
-func streamOf(t testing.TB, protocol, body string) Stream {
+// streamOf reads body as the given protocol's stream, through its
+// translator, without HTTP. A body that is an io.ReadCloser is closed as
+// a response body is.
+func streamOf(t testing.TB, protocol string, body io.Reader) *sseStream {
+	t.Helper()
 	a, err := New(Config{Name: "p", Protocol: protocol, BaseURL: "http://127.0.0.1:1", Credential: testCredential})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b *base
-	var dec decoder
-	switch v := a.(type) {
-	case *openAI:
-		b, dec = v.base, &oaiDecoder{}
-	case *anthropic:
-		b, dec = v.base, &antDecoder{}
+	rc, ok := body.(io.ReadCloser)
+	if !ok {
+		rc = io.NopCloser(body)
 	}
-	return newStream(context.Background(), b, io.NopCloser(strings.NewReader(body)), dec)
+	return newStream(context.Background(), a.(*base), rc, decoder(protocol))
 }
 
-func text(s string) Event   { return Event{Text: s} }
-func finish(s string) Event { return Event{FinishReason: s} }
-func usage(in, out int) Event {
-	return Event{Usage: &Usage{InputTokens: in, OutputTokens: out}}
-}
-
-const oaiPre = `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n"
-
-func oaiText(s string) string {
-	return `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"` + s + `"},"finish_reason":null}]}` + "\n\n"
-}
-
-const (
-	oaiFinish     = `data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n"
-	oaiUsageChunk = `data: {"id":"c","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}` + "\n\n"
-	oaiDone       = "data: [DONE]\n\n"
-)
-
-func antEv(name, data string) string { return "event: " + name + "\ndata: " + data + "\n\n" }
-
-var (
-	antStart      = antEv("message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":5,"output_tokens":1}}}`)
-	antBlockStart = antEv("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
-	antPing       = antEv("ping", `{"type": "ping"}`)
-	antBlockStop  = antEv("content_block_stop", `{"type":"content_block_stop","index":0}`)
-	antStop       = antEv("message_stop", `{"type":"message_stop"}`)
-)
-
-func antText(s string) string {
-	return antEv("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`+s+`"}}`)
-}
-
-func antDelta(reason string, out int) string {
-	return antEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"`+reason+`","stop_sequence":null},"usage":{"output_tokens":`+strconv.Itoa(out)+`}}`)
-}
-
-func TestStreamDecoding(t *testing.T) {
+// TestStreamEnds: how each protocol's stream ends, as the adapter reports
+// it: io.EOF at the protocol's end marker, KindStream for an error event
+// (the provider's type and message, redacted) or a stream cut or
+// truncated, KindProtocol for data its translator cannot read. The error
+// is sticky.
+func TestStreamEnds(t *testing.T) {
+	oaiError := func(typ, msg string) string {
+		return `data: {"error":{"message":"` + msg + `","type":"` + typ + `","param":null,"code":null}}` + "\n\n"
+	}
 	tests := []struct {
 		name     string
 		protocol string
 		body     string
-		want     []Event
+		text     string
+		usage    *translate.Usage
 		kind     Kind // "" means a clean io.EOF
 		errType  string
+		errMsg   string // "" when not checked
 	}{
-		{"openai normal", ProtocolOpenAI, oaiPre + oaiText("Hello") + oaiText(" world") + oaiFinish + oaiUsageChunk + oaiDone,
-			[]Event{text("Hello"), text(" world"), finish("stop"), usage(5, 2)}, "", ""},
-		{"openai no usage", ProtocolOpenAI, oaiPre + oaiText("Hi") + oaiFinish + oaiDone,
-			[]Event{text("Hi"), finish("stop")}, "", ""},
-		{"openai text, finish and usage in one chunk", ProtocolOpenAI,
-			`data: {"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"length"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}` + "\n\n" + oaiDone,
-			[]Event{text("x"), finish("length"), usage(1, 1)}, "", ""},
-		{"openai comments, CRLF and other choices ignored", ProtocolOpenAI,
-			": keep-alive\r\n\r\n" + strings.ReplaceAll(oaiText("a"), "\n", "\r\n") +
-				`data: {"choices":[{"index":1,"delta":{"content":"other"}}]}` + "\n\n" + oaiDone,
-			[]Event{text("a")}, "", ""},
-		{"openai nothing after DONE is read", ProtocolOpenAI, oaiText("a") + oaiDone + "data: {broken\n\n",
-			[]Event{text("a")}, "", ""},
-		{"openai error event", ProtocolOpenAI,
-			oaiPre + oaiText("a") + `data: {"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}` + "\n\n",
-			[]Event{text("a")}, KindStream, "server_error"},
+		{"openai normal", ProtocolOpenAI, streamBody(ProtocolOpenAI, "Hello", " world"), "Hello world", &translate.Usage{InputTokens: 5, OutputTokens: 2}, "", "", ""},
+		{"openai no usage", ProtocolOpenAI, oaiPre + oaiText("Hi") + oaiFinish + oaiDone, "Hi", nil, "", "", ""},
+		{"openai comments and CRLF", ProtocolOpenAI, ": keep-alive\r\n\r\n" + strings.ReplaceAll(oaiText("a"), "\n", "\r\n") + oaiDone, "a", nil, "", "", ""},
+		{"openai nothing after DONE is read", ProtocolOpenAI, oaiText("a") + oaiDone + "data: {broken\n\n", "a", nil, "", "", ""},
+		{"openai error event", ProtocolOpenAI, oaiPre + oaiText("a") + oaiError("server_error", "The server had an error"),
+			"a", nil, KindStream, "server_error", "The server had an error"},
+		{"openai error event redacted", ProtocolOpenAI, oaiText("a") + oaiError("server_error", "bad key "+testCredential),
+			"a", nil, KindStream, "server_error", "bad key [redacted]"},
+		{"openai error event clipped", ProtocolOpenAI, oaiError("server_error", strings.Repeat("x", 2*maxMessageLen)),
+			"", nil, KindStream, "server_error", strings.Repeat("x", maxMessageLen) + "..."},
+		{"openai error event without a message", ProtocolOpenAI, `data: {"error":{}}` + "\n\n", "", nil, KindStream, "", "upstream error event"},
 		{"openai truncated", ProtocolOpenAI, oaiPre + oaiText("a") + oaiFinish,
-			[]Event{text("a"), finish("stop")}, KindStream, ""},
-		{"openai cut mid-event", ProtocolOpenAI, oaiText("a") + `data: {"choi`,
-			[]Event{text("a")}, KindStream, ""},
-		{"openai malformed JSON", ProtocolOpenAI, oaiText("a") + "data: {nope}\n\n" + oaiDone,
-			[]Event{text("a")}, KindProtocol, ""},
-		{"openai empty body", ProtocolOpenAI, "", nil, KindStream, ""},
+			"a", nil, KindStream, "", "stream ended before its end marker (cut or truncated)"},
+		{"openai cut mid-event", ProtocolOpenAI, oaiText("a") + `data: {"choi`, "a", nil, KindStream, "", ""},
+		{"openai malformed JSON", ProtocolOpenAI, oaiText("a") + "data: {nope}\n\n" + oaiDone, "a", nil, KindProtocol, "", "malformed stream chunk JSON"},
+		{"openai empty body", ProtocolOpenAI, "", "", nil, KindStream, "", ""},
 
 		{"anthropic normal", ProtocolAnthropic, antStart + antBlockStart + antPing + antText("Hello") + antText(" world") + antBlockStop + antDelta("end_turn", 2) + antStop,
-			[]Event{text("Hello"), text(" world"), finish("stop"), usage(5, 2)}, "", ""},
-		{"anthropic max_tokens is length", ProtocolAnthropic, antStart + antText("a") + antDelta("max_tokens", 1) + antStop,
-			[]Event{text("a"), finish("length"), usage(5, 1)}, "", ""},
-		{"anthropic stop_sequence is stop", ProtocolAnthropic, antStart + antText("a") + antDelta("stop_sequence", 1) + antStop,
-			[]Event{text("a"), finish("stop"), usage(5, 1)}, "", ""},
-		{"anthropic no usage", ProtocolAnthropic,
-			antEv("message_start", `{"type":"message_start","message":{"id":"m","content":[]}}`) + antText("a") +
-				antEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"}}`) + antStop,
-			[]Event{text("a"), finish("stop")}, "", ""},
-		{"anthropic input in message_delta", ProtocolAnthropic,
-			antEv("message_start", `{"type":"message_start","message":{"content":[]}}`) + antText("a") +
-				antEv("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":9,"output_tokens":1}}`) + antStop,
-			[]Event{text("a"), finish("stop"), usage(9, 1)}, "", ""},
-		{"anthropic unnamed events use data type", ProtocolAnthropic,
+			"Hello world", &translate.Usage{InputTokens: 5, OutputTokens: 2}, "", "", ""},
+		{"anthropic unnamed events", ProtocolAnthropic,
 			strings.ReplaceAll(antStart+antText("a")+antDelta("end_turn", 1), "event: ", "x-ignored: ") + "data: {\"type\":\"message_stop\"}\n\n",
-			[]Event{text("a"), finish("stop"), usage(5, 1)}, "", ""},
-		{"anthropic block start text and non-text deltas", ProtocolAnthropic,
-			antStart + antEv("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":"pre"}}`) +
-				antEv("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{}"}}`) +
-				antEv("some_future_event", `{"type":"some_future_event"}`) + antStop,
-			[]Event{text("pre")}, "", ""},
+			"a", &translate.Usage{InputTokens: 5, OutputTokens: 1}, "", "", ""},
 		{"anthropic error event", ProtocolAnthropic,
 			antStart + antText("a") + antEv("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`),
-			[]Event{text("a")}, KindStream, "overloaded_error"},
+			"a", nil, KindStream, "overloaded_error", "Overloaded"},
 		{"anthropic EOF before message_stop", ProtocolAnthropic, antStart + antText("a") + antDelta("end_turn", 1),
-			[]Event{text("a"), finish("stop"), usage(5, 1)}, KindStream, ""},
-		{"anthropic malformed JSON", ProtocolAnthropic, antStart + antEv("content_block_delta", `{"delta":`),
-			nil, KindProtocol, ""},
+			"a", &translate.Usage{InputTokens: 5, OutputTokens: 1}, KindStream, "", "stream ended before its end marker (cut or truncated)"},
+		{"anthropic malformed JSON", ProtocolAnthropic, antStart + antEv("content_block_delta", `{"delta":`), "", nil, KindProtocol, "", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := streamOf(t, tc.protocol, tc.body)
+			s := streamOf(t, tc.protocol, strings.NewReader(tc.body))
 			defer s.Close()
-			got, err := drain(s)
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("events\n got %s\nwant %s", fmtEvents(got), fmtEvents(tc.want))
+			chunks, err := drain(s)
+			if got := textOf(chunks); got != tc.text {
+				t.Errorf("text %q, want %q", got, tc.text)
+			}
+			if got, want := usageString(usageOf(chunks)), usageString(tc.usage); got != want {
+				t.Errorf("usage %s, want %s", got, want)
+			}
+			for _, c := range chunks {
+				checkChunk(t, c)
 			}
 			if tc.kind == "" {
 				if err != io.EOF {
@@ -140,34 +99,57 @@ func TestStreamDecoding(t *testing.T) {
 				}
 			} else {
 				e := asError(t, err)
-				if e.Kind != tc.kind || e.Type != tc.errType || e.Provider != "p" {
-					t.Fatalf("end = %+v, want kind %s type %q", e, tc.kind, tc.errType)
+				if e.Kind != tc.kind || e.Type != tc.errType || e.Provider != "p" || (tc.errMsg != "" && e.Message != tc.errMsg) {
+					t.Fatalf("end = %+v, want kind %s type %q message %q", e, tc.kind, tc.errType, tc.errMsg)
 				}
+				assertNoLeak(t, err, testCredential)
 			}
 			if _, err2 := s.Next(); err2 != err {
 				t.Fatalf("error not sticky: %v then %v", err, err2)
+			}
+			if _, ok, err3 := s.TryNext(); !ok || err3 != err {
+				t.Fatalf("TryNext after the end: %v, %v", ok, err3)
 			}
 		})
 	}
 }
 
-func fmtEvents(evs []Event) string {
-	var b strings.Builder
-	for _, e := range evs {
-		switch {
-		case e.Usage != nil:
-			b.WriteString("usage(" + strconv.Itoa(e.Usage.InputTokens) + "," + strconv.Itoa(e.Usage.OutputTokens) + ") ")
-		case e.FinishReason != "":
-			b.WriteString("finish(" + e.FinishReason + ") ")
-		default:
-			b.WriteString("text(" + e.Text + ") ")
-		}
+func usageString(u *translate.Usage) string {
+	if u == nil {
+		return "none"
 	}
-	return b.String()
+	return strings.Join([]string{strconv.Itoa(u.InputTokens), strconv.Itoa(u.CachedInputTokens), strconv.Itoa(u.OutputTokens), strconv.Itoa(u.ReasoningTokens)}, "/")
+}
+
+// checkChunk: a chunk the caller is sent is a chat chunk of the alias.
+func checkChunk(t *testing.T, c relayed) {
+	t.Helper()
+	if c.data == "" {
+		return
+	}
+	var chunk struct {
+		Object string `json:"object"`
+		Model  string `json:"model"`
+	}
+	if err := json.Unmarshal([]byte(c.data), &chunk); err != nil || chunk.Model != "alias" {
+		t.Errorf("chunk %s (%v): not the alias's", c.data, err)
+	}
+}
+
+// An event beyond the SSE reader's limit ends the stream: no event is
+// buffered without bound.
+func TestStreamEventSizeLimit(t *testing.T) {
+	huge := `data: {"choices":[{"delta":{"content":"` + strings.Repeat("a", sse.DefaultMaxEventSize) + `"}}]}` + "\n\n"
+	s := streamOf(t, ProtocolOpenAI, strings.NewReader(oaiText("a")+huge+oaiDone))
+	defer s.Close()
+	chunks, err := drain(s)
+	if e := asError(t, err); e.Kind != KindProtocol || textOf(chunks) != "a" || !strings.Contains(e.Message, "exceeds") {
+		t.Fatalf("chunks %v, end %+v", chunks, e)
+	}
 }
 
 func TestNextAfterClose(t *testing.T) {
-	s := streamOf(t, ProtocolOpenAI, oaiText("a")+oaiText("b")+oaiDone)
+	s := streamOf(t, ProtocolOpenAI, strings.NewReader(oaiText("a")+oaiText("b")+oaiDone))
 	if _, err := s.Next(); err != nil {
 		t.Fatal(err)
 	}
@@ -178,43 +160,96 @@ func TestNextAfterClose(t *testing.T) {
 	}
 }
 
-func BenchmarkOpenAIStream(b *testing.B) {
-	body := oaiPre + strings.Repeat(oaiText(" word"), 100) + oaiFinish + oaiUsageChunk + oaiDone
-	b.ReportAllocs()
-	b.SetBytes(int64(len(body)))
-	for b.Loop() {
-		s := streamOf(b, ProtocolOpenAI, body)
-		if _, err := drain(s); err != io.EOF {
-			b.Fatal(err)
-		}
-		s.Close()
-	}
-}
-
-func BenchmarkAnthropicStream(b *testing.B) {
-	body := antStart + antBlockStart + strings.Repeat(antText(" word"), 100) + antBlockStop + antDelta("end_turn", 9) + antStop
-	b.ReportAllocs()
-	b.SetBytes(int64(len(body)))
-	for b.Loop() {
-		s := streamOf(b, ProtocolAnthropic, body)
-		if _, err := drain(s); err != io.EOF {
-			b.Fatal(err)
-		}
-		s.Close()
-	}
-}
-
 func TestCancelHidesBufferedEvents(t *testing.T) {
 	a, _ := New(Config{Name: "p", Protocol: ProtocolOpenAI, BaseURL: "http://127.0.0.1:1"})
 	ctx, cancel := context.WithCancel(context.Background())
-	s := newStream(ctx, a.(*openAI).base, io.NopCloser(strings.NewReader(oaiText("a")+oaiText("b")+oaiDone)), &oaiDecoder{})
+	s := newStream(ctx, a.(*base), io.NopCloser(strings.NewReader(oaiText("a")+oaiText("b")+oaiDone)), decoder(ProtocolOpenAI))
 	defer s.Close()
-	if ev, err := s.Next(); err != nil || ev.Text != "a" {
-		t.Fatal(ev, err)
+	if c, err := s.Next(); err != nil || c.Text != "a" {
+		t.Fatal(c, err)
 	}
 	cancel()
+	if _, ok, err := s.TryNext(); !ok || asError(t, err).Kind != KindCanceled {
+		t.Fatalf("TryNext after cancel: %v, %v", ok, err)
+	}
 	if _, err := s.Next(); asError(t, err).Kind != KindCanceled {
 		t.Fatalf("after cancel: %v", err)
+	}
+}
+
+// TryNext hands out what has arrived and says so when the next chunk is
+// still on its way, without waiting for it.
+func TestTryNext(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	s := streamOf(t, ProtocolOpenAI, pr)
+	defer s.Close()
+	var st Stream = s
+	b, ok := st.(Buffered)
+	if !ok {
+		t.Fatal("the stream does not implement Buffered")
+	}
+	send := func(s string) { go func() { _, _ = io.WriteString(pw, s) }() }
+
+	send(oaiText("a") + oaiText("b") + oaiText("c")[:20]) // two events and part of a third, together
+	if c, err := s.Next(); err != nil || c.Text != "a" {
+		t.Fatalf("Next: %+v, %v", c, err)
+	}
+	if c, ok, err := b.TryNext(); !ok || err != nil || c.Text != "b" {
+		t.Fatalf("TryNext with b buffered: %+v, %v, %v", c, ok, err)
+	}
+	if c, ok, err := b.TryNext(); ok || err != nil || c.Data != nil {
+		t.Fatalf("TryNext with half an event buffered: %+v, %v, %v", c, ok, err)
+	}
+	send(oaiText("c")[20:] + oaiDone)
+	if c, err := s.Next(); err != nil || c.Text != "c" {
+		t.Fatalf("Next: %+v, %v", c, err)
+	}
+	if _, ok, err := b.TryNext(); !ok || err != io.EOF {
+		t.Fatalf("TryNext with [DONE] buffered: %v, %v", ok, err)
+	}
+	if _, err := s.Next(); err != io.EOF {
+		t.Fatalf("Next after the end: %v", err)
+	}
+	// An upstream that keeps the response open after its end marker: Close
+	// gives up draining it after drainTimeout.
+	start := time.Now()
+	s.Close()
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Close took %v", d)
+	}
+}
+
+// Over HTTP, the stream Adapter.Stream returns is Buffered too.
+func TestAdapterStreamIsBuffered(t *testing.T) {
+	for _, p := range protocols {
+		srv, _ := upstream(t, reply(200, "text/event-stream; charset=utf-8", streamBody(p, "a", "b")))
+		s, err := startStream(testCtx(t), newAdapter(t, p, srv.URL), chatBody(t, p, true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, ok := s.(Buffered)
+		if !ok {
+			t.Fatalf("%s: %T is not Buffered", p, s)
+		}
+		var text strings.Builder
+		for {
+			c, ok, err := b.TryNext()
+			if !ok {
+				c, err = s.Next()
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			text.WriteString(c.Text)
+		}
+		s.Close()
+		if text.String() != "ab" {
+			t.Fatalf("%s: text %q", p, text.String())
+		}
 	}
 }
 
@@ -239,7 +274,7 @@ func TestStreamDropsTheResponseHeaders(t *testing.T) {
 	srv, _ := upstream(t, reply(200, "text/event-stream", oaiPre+oaiText("hello")+oaiFinish+oaiDone, "X-Upstream-Id", "abc"))
 	rt := &recordingTransport{RoundTripper: http.DefaultTransport}
 	a := newAdapter(t, "openai", srv.URL, func(c *Config) { c.Client = &http.Client{Transport: rt} })
-	st, err := a.Stream(context.Background(), &Request{Model: "m", Messages: []Message{{Role: "user", Content: "hi"}}})
+	st, err := startStream(context.Background(), a, chatBody(t, ProtocolOpenAI, true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,37 +282,42 @@ func TestStreamDropsTheResponseHeaders(t *testing.T) {
 	if len(rt.resps) != 1 || rt.resps[0].Header != nil {
 		t.Fatalf("responses %d, header kept: %v", len(rt.resps), rt.resps[0].Header)
 	}
-	ev, err := st.Next()
-	if err != nil || ev.Text != "hello" {
-		t.Fatalf("first event %+v, %v", ev, err)
+	chunks, err := drain(st)
+	if err != io.EOF || textOf(chunks) != "hello" {
+		t.Fatalf("chunks %+v, %v", chunks, err)
 	}
 }
 
-// A reused OpenAI decoder gives each chunk its own events: nothing of an
-// earlier chunk (its choices, delta, finish or usage) carries over.
-func TestOpenAIDecoderReuse(t *testing.T) {
-	var d oaiDecoder
-	var q queue
-	for _, c := range []struct {
-		chunk string
-		want  []Event
-	}{
-		{`{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"},{"index":1,"delta":{"content":"b"}}],"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
-			[]Event{text("a"), finish("stop"), usage(1, 2)}},
-		{`{"choices":[{"index":0,"delta":{}},{"index":1}]}`, nil},
-		{`{"choices":[{"index":1,"delta":{"content":"c"}},{"index":0,"delta":null,"finish_reason":null}],"usage":null}`, nil},
-		{`{"choices":[{"index":0,"delta":{"content":"d"}}]}`, []Event{text("d")}},
-		{`{}`, nil},
-	} {
-		if _, e := d.decode(nil, []byte(c.chunk), &q); e != nil {
-			t.Fatalf("decode(%s): %v", c.chunk, e)
+func BenchmarkOpenAIStream(b *testing.B) {
+	body := oaiPre + strings.Repeat(oaiText(" word"), 100) + oaiFinish + oaiUsageChunk + oaiDone
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		s := streamOf(b, ProtocolOpenAI, strings.NewReader(body))
+		for {
+			if _, err := s.Next(); err == io.EOF {
+				break
+			} else if err != nil {
+				b.Fatal(err)
+			}
 		}
-		var got []Event
-		for ev, ok := q.pop(); ok; ev, ok = q.pop() {
-			got = append(got, ev)
+		s.Close()
+	}
+}
+
+func BenchmarkAnthropicStream(b *testing.B) {
+	body := antStart + antBlockStart + strings.Repeat(antText(" word"), 100) + antBlockStop + antDelta("end_turn", 9) + antStop
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		s := streamOf(b, ProtocolAnthropic, strings.NewReader(body))
+		for {
+			if _, err := s.Next(); err == io.EOF {
+				break
+			} else if err != nil {
+				b.Fatal(err)
+			}
 		}
-		if fmtEvents(got) != fmtEvents(c.want) {
-			t.Errorf("decode(%s) = %s, want %s", c.chunk, fmtEvents(got), fmtEvents(c.want))
-		}
+		s.Close()
 	}
 }

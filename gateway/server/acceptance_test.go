@@ -75,10 +75,10 @@ func TestHealthAndModels(t *testing.T) {
 		}
 		return ids
 	}
-	if got := strings.Join(models(h.keyA), ","); got != "chat-alpha,chat-beta,chat-restricted" {
+	if got := strings.Join(models(h.keyA), ","); got != "chat-alpha,chat-beta,chat-restricted,embed-alpha" {
 		t.Fatalf("key A models %s", got)
 	}
-	if got := strings.Join(models(h.keyB), ","); got != "chat-alpha,chat-beta" {
+	if got := strings.Join(models(h.keyB), ","); got != "chat-alpha,chat-beta,embed-alpha" {
 		t.Fatalf("key B models %s", got)
 	}
 	if r := h.do(http.MethodGet, "/v1/models", "", ""); r.status != http.StatusUnauthorized {

@@ -12,11 +12,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/llmgw/llmgw/api/keyformat"
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/tokens"
+	"github.com/llmgw/llmgw/gateway/translate"
 	"github.com/llmgw/llmgw/gateway/usage"
 )
 
@@ -30,7 +32,7 @@ const (
 	statusCanceled = usage.StatusCanceled // the client went away
 )
 
-// exchange is one chat request in flight: the state it was admitted under,
+// exchange is one request in flight (chat or embeddings): the state it was admitted under,
 // its usage record, and the writer.
 type exchange struct {
 	s        *Server
@@ -39,8 +41,11 @@ type exchange struct {
 	st       *state
 	start    time.Time
 	rec      usage.Record
+	parse    parseFunc
 	p        *parsedRequest
 	alias    *snapshot.Alias
+	cands    []candidate    // the alias's routes that can carry the request (carry.go)
+	meta     translate.Meta // what the translators write into answers
 	done     bool
 	hold     *quotaHold    // the request's quota reservation (quota.go)
 	deadline time.Time     // the alias's total deadline, from admission
@@ -48,7 +53,16 @@ type exchange struct {
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
-	x := &exchange{s: s, w: w, r: r, st: s.state.Load(), start: s.now()}
+	s.handleExchange(w, r, parseChatRequest)
+}
+
+// parseFunc reads and validates one endpoint's request body.
+type parseFunc func(body []byte, lim limits, countTokens func(string) int) (*parsedRequest, *apiError)
+
+// handleExchange serves one request of an endpoint that routes through
+// aliases to providers (chat, embeddings): one exchange, one record.
+func (s *Server) handleExchange(w http.ResponseWriter, r *http.Request, parse parseFunc) {
+	x := &exchange{s: s, w: w, r: r, st: s.state.Load(), start: s.now(), parse: parse}
 	x.rec = usage.Record{RequestID: requestID(w), ClientRequestID: clientRequestID(r),
 		Status: usage.StatusInProgress, CreatedAt: x.start}
 	if x.rec.ClientRequestID != "" {
@@ -143,7 +157,7 @@ func (x *exchange) admitChat(inflight int64) bool {
 		x.reject(aerr)
 		return false
 	}
-	p, aerr := parseChatRequest(body, limits{maxMessages: lim.MaxMessages, maxContentChars: lim.MaxContentChars}, tokens.Count)
+	p, aerr := x.parse(body, limits{maxMessages: lim.MaxMessages, maxContentChars: lim.MaxContentChars}, tokens.Count)
 	if aerr != nil {
 		x.reject(aerr)
 		return false
@@ -156,6 +170,11 @@ func (x *exchange) admitChat(inflight int64) bool {
 		return false
 	}
 	x.alias = alias
+	x.meta = translate.Meta{Alias: p.alias, ID: "chatcmpl-" + x.rec.RequestID, Created: x.start.Unix(), IncludeUsage: p.includeUsage}
+	if aerr := x.carry(); aerr != nil {
+		x.reject(aerr)
+		return false
+	}
 	if aerr := x.admit(key); aerr != nil {
 		x.reject(aerr)
 		return false
@@ -167,16 +186,16 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *apiEr
 	if e := checkContentEncoding(r.Header); e != nil {
 		return nil, e
 	}
+	tooLarge := &apiError{status: http.StatusRequestEntityTooLarge, typ: typeInvalidRequest, code: "body_too_large",
+		message: "request body exceeds the gateway's limit of " + byteSize(max) + " (limits.maxBodyBytes)"}
 	if r.ContentLength > max {
-		return nil, &apiError{status: http.StatusRequestEntityTooLarge, typ: typeInvalidRequest, code: "body_too_large",
-			message: "request body exceeds the gateway's limit"}
+		return nil, tooLarge
 	}
 	body, err := readAll(http.MaxBytesReader(w, r.Body, max), r.ContentLength)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, &apiError{status: http.StatusRequestEntityTooLarge, typ: typeInvalidRequest, code: "body_too_large",
-				message: "request body exceeds the gateway's limit"}
+			return nil, tooLarge
 		}
 		return nil, errInvalid("invalid_body", "", "could not read the request body")
 	}
@@ -186,6 +205,18 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *apiEr
 	// request (TestReadBodyClosesTheBody).
 	r.Body.Close()
 	return body, nil
+}
+
+// byteSize writes n bytes as a person would: MiB or KiB when it is a whole
+// number of them.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // readAll is io.ReadAll with the buffer sized from the request's

@@ -4,13 +4,13 @@ import (
 	"math"
 
 	"github.com/llmgw/llmgw/api/money"
-	"github.com/llmgw/llmgw/gateway/provider"
+	"github.com/llmgw/llmgw/gateway/translate"
 )
 
 // setUsage puts what the request used into its record. A provider's counts
 // are input to a bill, so they are kept within what can be billed: none
 // negative, cached within input, reasoning within output.
-func (x *exchange) setUsage(u provider.Usage) {
+func (x *exchange) setUsage(u translate.Usage) {
 	in, out := max(u.InputTokens, 0), max(u.OutputTokens, 0)
 	x.rec.InputTokens, x.rec.OutputTokens = in, out
 	x.rec.CachedInputTokens = min(max(u.CachedInputTokens, 0), in)
@@ -22,8 +22,8 @@ func (x *exchange) setUsage(u provider.Usage) {
 // provider's final usage): the prompt it sent and the output it relayed.
 // What the provider might have served from cache or spent on reasoning is
 // unknown then, so nothing is discounted or charged apart.
-func (x *exchange) ownCount(relayed int) provider.Usage {
-	return provider.Usage{InputTokens: x.p.inputTokens, OutputTokens: relayed}
+func (x *exchange) ownCount(relayed int) translate.Usage {
+	return translate.Usage{InputTokens: x.p.inputTokens, OutputTokens: relayed}
 }
 
 // priceRecord sets the record's cost: its tokens at the price of the route

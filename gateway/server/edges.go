@@ -22,7 +22,8 @@ const (
 	// connection may buffer this much while its headers are read.
 	serverMaxHeaderBytes = 4 * maxHeaderBytes
 
-	chatPath = "/v1/chat/completions"
+	chatPath       = "/v1/chat/completions"
+	embeddingsPath = "/v1/embeddings"
 )
 
 // edges refuses what the mux must not see: a path that is not canonical
@@ -30,8 +31,9 @@ const (
 // percent-encoded one matched after decoding (/v1/%63hat/completions is the
 // chat endpoint to the mux, but not to a proxy or WAF in front that matches
 // paths as sent). Both are 404 unknown_endpoint, as for any unknown path.
-// Headers over maxHeaderBytes are 431 here, except on the chat endpoint,
-// whose handler answers them itself so the request still gets its record.
+// Headers over maxHeaderBytes are 431 here, except on the endpoints that
+// keep a record (chat, embeddings), whose handler answers them itself so
+// the request still gets its record.
 func (s *Server) edges(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !canonicalPath(r) {
@@ -40,7 +42,7 @@ func (s *Server) edges(next http.Handler) http.Handler {
 				requestID(w))
 			return
 		}
-		if !isChat(r) {
+		if !isRecorded(r) {
 			if e := checkHeaderBytes(r); e != nil {
 				writeError(w, e, requestID(w))
 				return
@@ -58,7 +60,10 @@ func canonicalPath(r *http.Request) bool {
 	return r.URL.RawPath == "" && len(p) > 0 && p[0] == '/' && path.Clean(p) == p && r.URL.EscapedPath() == p
 }
 
-func isChat(r *http.Request) bool { return r.Method == http.MethodPost && r.URL.Path == chatPath }
+// isRecorded: an endpoint whose every request gets a usage record.
+func isRecorded(r *http.Request) bool {
+	return r.Method == http.MethodPost && (r.URL.Path == chatPath || r.URL.Path == embeddingsPath)
+}
 
 // checkHeaderBytes measures the request line and header fields as they were
 // sent (net/http keeps the values, not the bytes; names and values have

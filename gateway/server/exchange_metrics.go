@@ -112,7 +112,7 @@ func (x *exchange) observeFirstWrite(rl *sseRelay) {
 	t := &x.times
 	since := x.elapsed()
 	t.series.addedSSE.Observe((since - t.clientBody - rl.providerTime).Seconds())
-	if rl.sa.first.Text != "" {
+	if rl.sa.said {
 		t.series.ttfc.Observe(since.Seconds())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmgw/llmgw/api/keyformat"
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/gateway/provider"
 	"github.com/llmgw/llmgw/gateway/usage"
@@ -191,7 +192,9 @@ func (f *failure) apiError() *apiError {
 	a := &failures[f.kind].before
 	detail := ""
 	if f.err.Message != "" {
-		detail = ": " + f.err.Message
+		// A provider may quote the request back (OpenAI names an argument
+		// it does not know): a gateway key in it is redacted like any.
+		detail = ": " + keyformat.Redact(f.err.Message)
 	}
 	e := &apiError{status: a.status, typ: a.typ, code: a.code, message: strings.NewReplacer(
 		"{provider}", f.route.Provider, "{status}", strconv.Itoa(f.err.StatusCode), "{detail}", detail).Replace(a.message)}

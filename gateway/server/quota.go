@@ -71,7 +71,7 @@ func (x *exchange) checkRate(key *snapshot.Key) *apiError {
 func (x *exchange) admit(key *snapshot.Key) *apiError {
 	s := x.s
 	plan, err := quota.Build(x.st.idx, quota.Request{Key: key, Alias: x.alias, InputTokens: int64(x.p.inputTokens),
-		MaxTokens: x.p.req.MaxTokens, At: x.start})
+		MaxTokens: x.p.maxTokens, At: x.start})
 	switch {
 	case errors.Is(err, quota.ErrGroupMissing):
 		return &apiError{status: http.StatusForbidden, typ: typePermission, code: "budget_group_missing",

@@ -9,21 +9,21 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/api/snapshot"
-	"github.com/llmgw/llmgw/gateway/provider"
+	"github.com/llmgw/llmgw/gateway/translate"
 )
 
 // gatedStream yields its events; before each it reports that the relay is
 // waiting and blocks until released.
 type gatedStream struct {
-	events  []provider.Event
+	events  []translate.Chunk
 	i       int
 	waiting chan struct{}
 	resume  chan struct{}
 }
 
-func (s *gatedStream) Next() (provider.Event, error) {
+func (s *gatedStream) Next() (translate.Chunk, error) {
 	if s.i >= len(s.events) {
-		return provider.Event{}, io.EOF
+		return translate.Chunk{}, io.EOF
 	}
 	s.waiting <- struct{}{}
 	<-s.resume
@@ -34,22 +34,24 @@ func (s *gatedStream) Next() (provider.Event, error) {
 func (s *gatedStream) Close() error { return nil }
 
 // A committed stream waits for its upstream's next event without an output
-// buffer (it takes one from the pool for each batch's first content and
+// buffer (it takes one from the pool for each batch's first chunk and
 // gives it back once flushed), and what it sends is unchanged. It ends
 // holding one only when content came with the upstream's end (end writes
 // them together): not here, where the end came alone.
 func TestRelayWaitsWithoutAnOutputBuffer(t *testing.T) {
-	events := []provider.Event{{Text: "two"}, {FinishReason: "stop"}, {Text: "three"}}
+	chunk := func(text string) translate.Chunk {
+		return translate.Chunk{Data: []byte(`{"choices":[{"delta":{"content":"` + text + `"}}]}`), Commit: true, Text: text}
+	}
+	events := []translate.Chunk{chunk("two"), {Data: []byte(`{"choices":[{"delta":{},"finish_reason":"stop"}]}`)}, chunk("three")}
 	st := &gatedStream{events: events, waiting: make(chan struct{}), resume: make(chan struct{})}
 	w := httptest.NewRecorder()
 	x := &exchange{w: w, r: httptest.NewRequest("POST", "/v1/chat/completions", nil),
 		alias: &snapshot.Alias{Timeouts: snapshot.Timeouts{IdleMs: 60_000}}}
 	// observed: this exchange has no metrics to observe the first write in.
 	rl := &sseRelay{x: x, sa: &streamAttempt{stream: st, cancel: func(error) {}}, rc: http.NewResponseController(w), observed: true}
-	rl.enc.init("req-1", 1, "chat", false)
-	// What commit leaves to the pump's first batch: the role and the first
-	// content.
-	rl.buf = rl.enc.content(rl.enc.role(rl.takeBuf()), "one")
+	// What commit leaves to the pump's first batch: the chunks up to the
+	// first content.
+	rl.buf = appendEvent(rl.takeBuf(), chunk("one").Data)
 	done := make(chan *failure, 1)
 	go func() { done <- rl.pump(context.Background()) }()
 	for range events {

@@ -11,13 +11,16 @@ import (
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/tokens"
 	"github.com/llmgw/llmgw/gateway/provider"
+	"github.com/llmgw/llmgw/gateway/translate"
+	"github.com/llmgw/llmgw/gateway/usage"
 )
 
-// relaySSE answers a streaming request. Routes are tried until one produces
-// content and nothing reaches the client before that, so a fallback is
-// invisible. The first content is the commit point: from there the provider
-// never changes (the relay's failures reach the route loop as sent) and the
-// stream always ends through end, with exactly one [DONE].
+// relaySSE answers a streaming request. Routes are tried until one says
+// something (content, a refusal, a tool call, reasoning: a chunk the
+// translator marks Commit) and nothing reaches the client before that, so a
+// fallback is invisible. That chunk is the commit point: from there the
+// provider never changes (the relay's failures reach the route loop as
+// sent) and the stream always ends through end, with exactly one [DONE].
 func (x *exchange) relaySSE(ctx context.Context) {
 	var rl *sseRelay // set at the commit point
 	defer func() {
@@ -25,8 +28,8 @@ func (x *exchange) relaySSE(ctx context.Context) {
 			rl.close()
 		}
 	}()
-	f := x.route(ctx, func(ctx context.Context, rt snapshot.Route) *failure {
-		sa, f := x.openStream(ctx, rt)
+	f := x.route(ctx, func(ctx context.Context, c *candidate) *failure {
+		sa, f := x.openStream(ctx, c)
 		if f != nil {
 			return f
 		}
@@ -37,54 +40,61 @@ func (x *exchange) relaySSE(ctx context.Context) {
 		return rl.pump(ctx)
 	})
 	if rl == nil {
+		x.releaseBodies()
 		x.answerFailure(f)
 		return
 	}
 	rl.end(f)
 }
 
-// streamAttempt is an upstream stream that has produced its first content
-// event (or ended cleanly without content): the commit point.
+// maxHeld bounds what a stream may send before it says anything (role
+// chunks, empty deltas) while the relay holds it back: past it the stream
+// commits anyway.
+const maxHeld = 64 << 10
+
+// streamAttempt is an upstream stream that has produced its commit chunk
+// (or ended cleanly without one): the commit point.
 type streamAttempt struct {
 	route  snapshot.Route
 	stream provider.Stream
+	ts     translate.ChatStream
 	cancel context.CancelCauseFunc
 	actx   context.Context
-	first  provider.Event
-	ended  bool // the upstream finished before any content
-	usage  *provider.Usage
-	finish string
+	held   []byte   // the chunks up to the commit point, as SSE events
+	texts  []string // what they say, counted once sent
+	ended  bool     // the upstream finished before the commit point
+	said   bool     // the commit chunk arrived: the stream said something
+	usage  *translate.Usage
 }
 
-// openStream calls one route and reads up to its first content event within
-// the attempt and first-chunk timeouts.
-func (x *exchange) openStream(ctx context.Context, rt snapshot.Route) (*streamAttempt, *failure) {
+// openStream calls one route and reads up to its commit chunk within the
+// attempt and first-chunk timeouts.
+func (x *exchange) openStream(ctx context.Context, c *candidate) (*streamAttempt, *failure) {
 	// For a stream both the attempt and the first-chunk timeout run from
-	// the start of the attempt to its first content: one timer, for the
-	// earlier of the two, stopped at the first content. The total deadline
-	// comes with ctx and holds for the whole stream.
+	// the start of the attempt to its commit point: one timer, for the
+	// earlier of the two, stopped there. The total deadline comes with ctx
+	// and holds for the whole stream.
 	d, cause := ms(x.alias.Timeouts.AttemptMs), errAttemptTimeout
 	if f := ms(x.alias.Timeouts.FirstChunkMs); f < d {
 		d, cause = f, errFirstChunkTimeout
 	}
+	rt := c.route
 	actx, cancel := context.WithCancelCause(ctx)
 	timer := time.AfterFunc(d, func() { cancel(cause) })
-	req := x.p.req
-	req.Model = rt.Model
-	sa := &streamAttempt{route: rt, cancel: cancel, actx: actx}
+	sa := &streamAttempt{route: rt, cancel: cancel, actx: actx, ts: c.chat.Stream(&x.meta)}
 	failed := func(err error) (*streamAttempt, *failure) {
 		timer.Stop()
 		f := x.classify(actx, rt, err, false)
 		cancel(nil)
 		return nil, f
 	}
-	st, err := x.st.adapters[rt.Provider].Stream(actx, &req)
+	st, err := x.st.adapters[rt.Provider].Stream(actx, c.body, sa.ts)
 	if err != nil {
 		return failed(err)
 	}
 	sa.stream = st
 	for {
-		ev, err := st.Next()
+		ch, err := st.Next()
 		if errors.Is(err, io.EOF) {
 			sa.ended = true
 			break
@@ -93,15 +103,24 @@ func (x *exchange) openStream(ctx context.Context, rt snapshot.Route) (*streamAt
 			_ = st.Close()
 			return failed(err)
 		}
-		sa.absorb(ev)
-		if ev.Text != "" {
-			sa.first = ev
+		sa.absorb(&ch)
+		if ch.Data != nil {
+			sa.held = appendEvent(sa.held, ch.Data)
+		}
+		if ch.Text != "" {
+			sa.texts = append(sa.texts, ch.Text)
+		}
+		if ch.Commit {
+			sa.said = true
+			break
+		}
+		if len(sa.held) > maxHeld {
 			break
 		}
 	}
 	timer.Stop()
 	if actx.Err() != nil {
-		// A timer fired as the first content arrived: the attempt is over by
+		// A timer fired as the commit chunk arrived: the attempt is over by
 		// its own deadline, and nothing has been sent yet.
 		_ = st.Close()
 		return failed(context.Cause(actx))
@@ -109,30 +128,30 @@ func (x *exchange) openStream(ctx context.Context, rt snapshot.Route) (*streamAt
 	return sa, nil
 }
 
-func (sa *streamAttempt) absorb(ev provider.Event) {
-	if ev.Usage != nil {
-		u := *ev.Usage
+func (sa *streamAttempt) absorb(c *translate.Chunk) {
+	if c.Usage != nil {
+		u := *c.Usage
 		sa.usage = &u
 	}
-	if ev.FinishReason != "" {
-		sa.finish = ev.FinishReason
-	}
+}
+
+// appendEvent appends one SSE event with data.
+func appendEvent(b, data []byte) []byte {
+	b = append(b, "data: "...)
+	b = append(b, data...)
+	return append(b, "\n\n"...)
 }
 
 // sseRelay is a committed stream: the writer side of one streamAttempt.
 type sseRelay struct {
-	x       *exchange
-	sa      *streamAttempt
-	enc     chunkEncoder
-	rc      *http.ResponseController
-	buf     []byte
-	bufBox  *[]byte        // the pool's handle of buf, given back with it
-	relayed tokens.Counter // only what reached the client counts
-	texts   []string       // the content in buf, counted once it is sent
-	// textStore holds texts while a batch has at most its length: most
-	// batches are one or two events, and a slice of its own grew for each.
-	textStore [4]string
-	writeErr  error // the client is gone
+	x        *exchange
+	sa       *streamAttempt
+	rc       *http.ResponseController
+	buf      []byte
+	bufBox   *[]byte        // the pool's handle of buf, given back with it
+	relayed  tokens.Counter // only what reached the client counts
+	texts    []string       // what the events in buf say, counted once they are sent
+	writeErr error          // the client is gone
 	// providerTime is the time spent in provider attempts up to the commit
 	// point (the committed attempt's up to its first content), outside the
 	// gateway's added latency.
@@ -140,30 +159,24 @@ type sseRelay struct {
 	observed     bool // the first write happened: its time is in the histograms
 }
 
-// commit starts the response: the head, the role and the first content,
-// encoded into rl.buf but not yet written. pump writes them with whatever
-// arrived with them (the whole answer, when the upstream sent it at once),
-// without waiting for anything that has not.
+// commit starts the response: the head and the chunks held back up to the
+// commit point, in rl.buf but not yet written. pump writes them with
+// whatever arrived with them (the whole answer, when the upstream sent it
+// at once), without waiting for anything that has not.
 func (x *exchange) commit(sa *streamAttempt) *sseRelay {
 	// The committed attempt's provider time ends here.
 	providerTime := x.times.upstream + x.elapsed() - x.times.attemptStart.Sub(x.start)
 	x.rec.Provider, x.rec.ProviderModel = sa.route.Provider, sa.route.Model
 	// No route is tried after the commit point, so the prompt is not sent
-	// again: a long one would otherwise stay for the stream's whole life,
-	// beside the encoded copy the transport keeps until the body is closed.
-	x.p.req.Messages = nil
+	// again: a long one would otherwise stay for the stream's whole life.
+	x.releaseBodies()
 	rl := &sseRelay{x: x, sa: sa, rc: http.NewResponseController(x.w), providerTime: providerTime}
-	rl.enc.init(x.rec.RequestID, x.start.Unix(), x.p.alias, x.p.includeUsage)
-	rl.texts = rl.textStore[:0]
 	h := x.w.Header()
 	h["Content-Type"], h["Cache-Control"], h["X-Accel-Buffering"] = sseContentType, noCache, noBuffering
 	h[hdrProvider] = []string{sa.route.Provider}
 	x.w.WriteHeader(http.StatusOK)
-	rl.buf = rl.enc.role(rl.takeBuf())
-	if sa.first.Text != "" {
-		rl.buf = rl.enc.content(rl.buf, sa.first.Text)
-		rl.texts = append(rl.texts, sa.first.Text)
-	}
+	rl.buf = append(rl.takeBuf(), sa.held...)
+	rl.texts, sa.held, sa.texts = sa.texts, nil, nil
 	x.observeCommit(rl)
 	return rl
 }
@@ -178,12 +191,12 @@ var (
 	jsonType       = []string{"application/json"}
 )
 
-// pump copies events to the client as they arrive, one write and flush for
-// the events that arrived together, until the upstream ends (nil), fails,
-// stalls for idleMs or the client goes away. Its first batch is the
-// commit's (in rl.buf). Events that arrived together with the upstream's end
-// are left in rl.buf: end writes them with the finish, in one write, so an
-// answer the upstream sent at once leaves with one write too.
+// pump copies chunks to the client as they arrive, one write and flush
+// for the chunks that arrived together, until the upstream ends (nil),
+// fails, stalls for idleMs or the client goes away. Its first batch is the
+// commit's (in rl.buf). Chunks that arrived together with the upstream's
+// end are left in rl.buf: end writes them with its own, in one write, so
+// an answer the upstream sent at once leaves with one write too.
 func (rl *sseRelay) pump(ctx context.Context) *failure {
 	x, sa := rl.x, rl.sa
 	var upErr error
@@ -192,39 +205,40 @@ func (rl *sseRelay) pump(ctx context.Context) *failure {
 		idleTimer := time.AfterFunc(idle, func() { sa.cancel(errIdleTimeout) })
 		buffered, _ := sa.stream.(provider.Buffered)
 		for first := true; ; first = false {
-			var ev provider.Event
+			var ch translate.Chunk
 			var err error
-			// got: ev or err is at hand. The commit's batch takes only what
-			// has already arrived; every later batch waits for its first event.
+			// got: ch or err is at hand. The commit's batch takes only what
+			// has already arrived; every later batch waits for its first chunk.
 			got := false
 			switch {
 			case !first:
-				ev, err = sa.stream.Next()
+				ch, err = sa.stream.Next()
 				got = true
 				if err == nil {
-					idleTimer.Reset(idle) // once per read from the network, not per event
+					idleTimer.Reset(idle) // once per read from the network, not per chunk
 				}
 			case buffered != nil:
-				ev, got, err = buffered.TryNext()
+				ch, got, err = buffered.TryNext()
 			}
 			for got && err == nil {
-				sa.absorb(ev)
-				if ev.Text != "" {
-					rl.buf = rl.enc.content(rl.heldBuf(), ev.Text)
-					rl.texts = append(rl.texts, ev.Text)
+				sa.absorb(&ch)
+				if ch.Data != nil {
+					rl.buf = appendEvent(rl.heldBuf(), ch.Data)
+				}
+				if ch.Text != "" {
+					rl.texts = append(rl.texts, ch.Text)
 				}
 				if buffered == nil {
 					break
 				}
-				ev, got, err = buffered.TryNext()
+				ch, got, err = buffered.TryNext()
 			}
 			if errors.Is(err, io.EOF) {
 				break // what is in rl.buf goes out with the end
 			}
-			if (first || len(rl.texts) > 0) && !rl.send() {
+			if len(rl.buf) > 0 && !rl.send() {
 				break
 			}
-			rl.releaseBuf() // a batch without content: nothing to send
 			if err != nil {
 				upErr = err
 				break
@@ -242,19 +256,19 @@ func (rl *sseRelay) pump(ctx context.Context) *failure {
 	return nil
 }
 
-// end finishes a committed stream, whatever happened: after a clean end the
-// finish (and usage) chunk, after an upstream failure one error event. The
-// record is final before any of them is written, so a client that has its
-// answer can read its record at once. A client that is gone gets nothing
-// more.
+// end finishes a committed stream, whatever happened: after a clean end
+// the translator's closing chunks (the usage the caller asked for), after
+// an upstream failure one error event. The record is final before either
+// is written, so a client that has its answer can read its record at once.
+// A client that is gone gets nothing more.
 func (rl *sseRelay) end(f *failure) {
 	x, sa := rl.x, rl.sa
 	// Gone after the last content (net/http cancels the request's context
 	// when the connection closes): nobody reads the end.
 	gone := x.r.Context().Err() != nil
 	if f == nil && !gone {
-		// Contents that arrived with the upstream's end are still in rl.buf
-		// and leave with the finish, in the write below: the record, final
+		// Chunks that arrived with the upstream's end are still in rl.buf
+		// and leave with the end, in the write below: the record, final
 		// before it, counts them as sent.
 		rl.sent()
 	}
@@ -270,10 +284,11 @@ func (rl *sseRelay) end(f *failure) {
 		x.canceled()
 		return
 	case f == nil:
-		rl.buf = rl.enc.finish(rl.heldBuf(), finishReason(sa.finish))
-		if x.p.includeUsage {
-			rl.buf = rl.enc.usage(rl.buf, usageOf(&x.rec))
+		buf := rl.heldBuf()
+		for _, c := range sa.ts.End(recordUsage(&x.rec), nil) {
+			buf = appendEvent(buf, c.Data)
 		}
+		rl.buf = buf
 		x.finalize(statusSuccess, http.StatusOK)
 	case f.kind == failCanceled:
 		x.canceled()
@@ -283,13 +298,18 @@ func (rl *sseRelay) end(f *failure) {
 		x.settle(a)
 		rl.buf = appendErrorEvent(rl.takeBuf(), &apiError{typ: a.typ, code: a.code, message: a.message}, x.rec.RequestID)
 	}
-	// The end (finish and usage chunks, or the error event) and [DONE] in
-	// one write, not flushed: net/http flushes the response once the
-	// handler returns, a moment later, with the end of the chunked body
-	// (or, when nothing was flushed before, the head and a Content-Length):
-	// one write for what used to take three.
+	// The end and [DONE] in one write, not flushed: net/http flushes the
+	// response once the handler returns, a moment later, with the end of
+	// the chunked body (or, when nothing was flushed before, the head and a
+	// Content-Length).
 	_, err := x.w.Write(append(rl.buf, doneEvent...))
 	rl.observeWrite(err)
+}
+
+// recordUsage is the usage the record bills, in the translators' terms.
+func recordUsage(r *usage.Record) translate.Usage {
+	return translate.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
+		CachedInputTokens: r.CachedInputTokens, ReasoningTokens: r.ReasoningTokens}
 }
 
 // send writes and flushes rl.buf and gives the buffer back; the texts in it

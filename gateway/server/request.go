@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
+	"io"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -16,7 +16,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/llmgw/llmgw/api/keyformat"
-	"github.com/llmgw/llmgw/api/wire/openai"
 	"github.com/llmgw/llmgw/gateway/provider"
 )
 
@@ -26,196 +25,194 @@ type limits struct {
 	maxContentChars int
 }
 
-// parsedRequest is the validated request: the provider-neutral form plus what
-// the relay needs to answer in OpenAI shape.
+// parsedRequest is what the gateway read of a request: what it needs for
+// admission and routing. The body goes to each route's translator as the
+// caller sent it.
 type parsedRequest struct {
+	op           provider.Operation
 	alias        string
 	stream       bool
 	includeUsage bool
-	inputTokens  int
-	req          provider.Request
+	inputTokens  int  // the gateway's estimate, for admission
+	maxTokens    *int // the output cap the caller set, for admission
+	body         []byte
 }
 
 const (
-	maxStopSequences = 4
-	maxUserChars     = 256
 	maxModelChars    = 256
 	maxTokensCeiling = 1 << 20
+	// imageTokens is the estimate of an image part's input tokens for
+	// admission (the provider's count is what is billed): about what the
+	// largest image costs with either vendor.
+	imageTokens = 1600
 )
 
-// strictJSON is how a body is decoded: encoding/json/v2 semantics
-// (github.com/go-json-experiment/json), which by default match field names
-// case-sensitively and reject duplicate names, invalid UTF-8 and anything after
-// the top-level value; unknown names are rejected on top. A proxy or WAF in
-// front that reads the body leniently can therefore never see a different
-// request than the gateway does: the gateway refuses every ambiguous body.
-var strictJSON = json.RejectUnknownMembers(true)
-
-// parseChatRequest decodes and validates a body. Every rejection is a stable
-// 400 (415 for a compressed body) whose code and param say what was wrong; the
-// message never quotes the caller's content, and names the caller chose (an
-// unknown or duplicated field) only in a short, sanitized, redacted form.
-func parseChatRequest(body []byte, lim limits, countTokens func(string) int) (*parsedRequest, *apiError) {
-	if looksCompressed(body) {
-		return nil, errCompressed()
-	}
-	cr := new(openai.ChatCompletionRequest)
-	if err := json.Unmarshal(body, cr, strictJSON); err != nil {
-		return nil, decodeError(err, body)
-	}
-	if e := rejectUnsupported(cr); e != nil {
-		return nil, e
-	}
-	p := &parsedRequest{}
-	if cr.Model == "" {
-		return nil, errInvalid("missing_field", "model", "model is required")
-	}
-	if len(cr.Model) > maxModelChars || !printable(cr.Model) {
-		return nil, errInvalid("invalid_value", "model", "model must be a printable name of at most 256 characters")
-	}
-	p.alias = cr.Model
-	if cr.Stream != nil {
-		p.stream = *cr.Stream
-	}
-	if cr.StreamOptions != nil {
-		if !p.stream {
-			return nil, errInvalid("invalid_value", "stream_options", "stream_options is only allowed when stream is true")
-		}
-		p.includeUsage = cr.StreamOptions.IncludeUsage != nil && *cr.StreamOptions.IncludeUsage
-	}
-	if cr.N != nil && *cr.N != 1 {
-		return nil, errInvalid("unsupported_parameter", "n", "only n=1 is supported")
-	}
-	if e := checkSampling(cr, p); e != nil {
-		return nil, e
-	}
-	if e := parseMessages(cr.Messages, lim, p, countTokens); e != nil {
-		return nil, e
-	}
-	return p, nil
+// readMember reads a top-level member the gateway needs; the rest of the
+// body is skipped unread (and still checked to be valid JSON).
+type readMember struct {
+	name string
+	into any
 }
 
-// rejectUnsupported refuses, by name, the parameters of the protocol the
-// gateway does not support, instead of silently dropping them.
-func rejectUnsupported(cr *openai.ChatCompletionRequest) *apiError {
-	unsupported := []struct {
-		name string
-		raw  jsontext.Value
-	}{
-		{"tools", cr.Tools}, {"tool_choice", cr.ToolChoice}, {"functions", cr.Functions},
-		{"function_call", cr.FunctionCall}, {"parallel_tool_calls", cr.ParallelToolCalls},
-		{"logprobs", cr.Logprobs}, {"top_logprobs", cr.TopLogprobs}, {"response_format", cr.ResponseFormat},
-		{"logit_bias", cr.LogitBias}, {"seed", cr.Seed}, {"presence_penalty", cr.PresencePenalty},
-		{"frequency_penalty", cr.FrequencyPenalty}, {"modalities", cr.Modalities}, {"audio", cr.Audio},
-		{"prediction", cr.Prediction}, {"service_tier", cr.ServiceTier}, {"store", cr.Store},
-		{"metadata", cr.Metadata}, {"reasoning_effort", cr.ReasoningEffort},
+// readBodyFields reads the members named in fields from body, a JSON
+// object, in one pass that copies nothing it skips. The body is read
+// strictly, as encoding/json/v2 (github.com/go-json-experiment/json) does
+// by default: invalid UTF-8, duplicate names at any depth and anything after
+// the object are refused. A member whose name differs from one the gateway
+// reads only in case is refused as well: a provider or proxy that matches
+// names without regard to case would read it as that member, and the
+// gateway would not. A proxy or WAF in front that reads the body
+// leniently can therefore never see a different request than the gateway
+// does.
+func readBodyFields(body []byte, fields []readMember) *apiError {
+	if looksCompressed(body) {
+		return errCompressed()
 	}
-	for _, u := range unsupported {
-		if len(u.raw) > 0 && !bytes.Equal(u.raw, []byte("null")) {
-			return errInvalid("unsupported_parameter", u.name, u.name+" is not supported by this gateway (see the compatible subset in docs/protocol.md)")
+	dec := jsontext.NewDecoder(bytes.NewBuffer(body))
+	if dec.PeekKind() != '{' {
+		if _, err := dec.ReadValue(); err != nil {
+			return decodeError(err, body)
 		}
+		return errInvalid("invalid_json", "", "request body must be a JSON object")
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return decodeError(err, body)
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return decodeError(err, body)
+		}
+		name := tok.String()
+		matched := false
+		for _, f := range fields {
+			if name == f.name {
+				matched = true
+				if err := json.UnmarshalDecode(dec, f.into); err != nil {
+					return decodeError(err, body)
+				}
+				break
+			}
+			if strings.EqualFold(name, f.name) {
+				param := safeName(name)
+				return errInvalid("duplicate_field", param, "field "+strconv.Quote(param)+" differs from "+
+					strconv.Quote(f.name)+" only in case; send it once, as "+strconv.Quote(f.name))
+			}
+		}
+		if !matched {
+			if err := dec.SkipValue(); err != nil {
+				return decodeError(err, body)
+			}
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return decodeError(err, body)
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return errInvalid("invalid_json", "", "request body is not valid JSON")
 	}
 	return nil
 }
 
-func checkSampling(cr *openai.ChatCompletionRequest, p *parsedRequest) *apiError {
-	if cr.MaxTokens != nil && cr.MaxCompletionTokens != nil {
+// chatFields are the members of a chat request the gateway reads.
+type chatFields struct {
+	model               string
+	messages            []messageText
+	tools               jsontext.Value
+	maxTokens           *int
+	maxCompletionTokens *int
+	stream              *bool
+	streamOptions       *streamOptions
+}
+
+// streamOptions is what the gateway reads of stream_options.
+type streamOptions struct {
+	IncludeUsage *bool `json:"include_usage"`
+}
+
+// parseChatRequest reads and validates what the gateway needs of a chat
+// request: the alias, stream and stream_options, the output cap, and the
+// messages for the input estimate and the configured limits. Everything else
+// is the provider's to judge: a route of the same protocol gets it unchanged,
+// one of another protocol translates it or is passed over (gateway/translate).
+// Every rejection is a stable 400 (415 for a compressed body) whose code and
+// param say what was wrong; the message never quotes the caller's content,
+// and names the caller chose only in a short, sanitized, redacted form.
+func parseChatRequest(body []byte, lim limits, countTokens func(string) int) (*parsedRequest, *apiError) {
+	var f chatFields
+	if e := readBodyFields(body, []readMember{
+		{"model", &f.model}, {"messages", &f.messages}, {"tools", &f.tools},
+		{"max_tokens", &f.maxTokens}, {"max_completion_tokens", &f.maxCompletionTokens},
+		{"stream", &f.stream}, {"stream_options", &f.streamOptions},
+	}); e != nil {
+		return nil, e
+	}
+	p := &parsedRequest{op: provider.OpChat, body: body}
+	if e := checkModel(f.model, p); e != nil {
+		return nil, e
+	}
+	if f.stream != nil {
+		p.stream = *f.stream
+	}
+	if f.streamOptions != nil {
+		if !p.stream {
+			return nil, errInvalid("invalid_value", "stream_options", "stream_options is only allowed when stream is true")
+		}
+		p.includeUsage = f.streamOptions.IncludeUsage != nil && *f.streamOptions.IncludeUsage
+	}
+	if e := checkMaxTokens(&f, p); e != nil {
+		return nil, e
+	}
+	if e := checkMessages(f.messages, lim, p, countTokens); e != nil {
+		return nil, e
+	}
+	if len(f.tools) > 0 {
+		p.inputTokens += countTokens(string(f.tools))
+	}
+	return p, nil
+}
+
+func checkModel(model string, p *parsedRequest) *apiError {
+	if model == "" {
+		return errInvalid("missing_field", "model", "model is required")
+	}
+	if len(model) > maxModelChars || !printable(model) {
+		return errInvalid("invalid_value", "model", "model must be a printable name of at most 256 characters")
+	}
+	p.alias = model
+	return nil
+}
+
+func checkMaxTokens(f *chatFields, p *parsedRequest) *apiError {
+	if f.maxTokens != nil && f.maxCompletionTokens != nil {
 		return errInvalid("invalid_value", "max_completion_tokens", "set max_tokens or max_completion_tokens, not both")
 	}
-	mt := cr.MaxTokens
-	name := "max_tokens"
-	if cr.MaxCompletionTokens != nil {
-		mt, name = cr.MaxCompletionTokens, "max_completion_tokens"
+	mt, name := f.maxTokens, "max_tokens"
+	if f.maxCompletionTokens != nil {
+		mt, name = f.maxCompletionTokens, "max_completion_tokens"
 	}
 	if mt != nil {
 		if *mt < 1 || *mt > maxTokensCeiling {
 			return errInvalid("invalid_value", name, fmt.Sprintf("%s must be between 1 and %d", name, maxTokensCeiling))
 		}
-		v := *mt
-		p.req.MaxTokens = &v
-	}
-	if t := cr.Temperature; t != nil {
-		if math.IsNaN(*t) || *t < 0 || *t > 2 {
-			return errInvalid("invalid_value", "temperature", "temperature must be between 0 and 2")
-		}
-		p.req.Temperature = t
-	}
-	if t := cr.TopP; t != nil {
-		if math.IsNaN(*t) || *t < 0 || *t > 1 {
-			return errInvalid("invalid_value", "top_p", "top_p must be between 0 and 1")
-		}
-		p.req.TopP = t
-	}
-	if cr.User != nil {
-		if utf8.RuneCountInString(*cr.User) > maxUserChars {
-			return errInvalid("invalid_value", "user", "user must be at most 256 characters")
-		}
-		p.req.User = *cr.User
-	}
-	if len(cr.Stop) > 0 {
-		stop, e := parseStop(cr.Stop)
-		if e != nil {
-			return e
-		}
-		p.req.Stop = stop
+		p.maxTokens = mt
 	}
 	return nil
 }
 
-func parseStop(raw jsontext.Value) ([]string, *apiError) {
-	if bytes.Equal(raw, []byte("null")) {
-		return nil, nil
-	}
-	var one string
-	if err := json.Unmarshal(raw, &one); err == nil {
-		if one == "" {
-			return nil, errInvalid("invalid_value", "stop", "stop sequences must not be empty")
-		}
-		return []string{one}, nil
-	}
-	var many []string
-	if err := json.Unmarshal(raw, &many); err != nil {
-		return nil, errInvalid("invalid_type", "stop", "stop must be a string or an array of strings")
-	}
-	if len(many) > maxStopSequences {
-		return nil, errInvalid("invalid_value", "stop", "at most 4 stop sequences are allowed")
-	}
-	for _, s := range many {
-		if s == "" {
-			return nil, errInvalid("invalid_value", "stop", "stop sequences must not be empty")
-		}
-	}
-	return many, nil
-}
-
-func parseMessages(msgs []openai.Message, lim limits, p *parsedRequest, countTokens func(string) int) *apiError {
+func checkMessages(msgs []messageText, lim limits, p *parsedRequest, countTokens func(string) int) *apiError {
 	if len(msgs) == 0 {
 		return errInvalid("missing_field", "messages", "messages must be a non-empty array")
 	}
 	if lim.maxMessages > 0 && len(msgs) > lim.maxMessages {
 		return errInvalid("too_many_messages", "messages", fmt.Sprintf("at most %d messages are allowed", lim.maxMessages))
 	}
-	p.req.Messages = make([]provider.Message, 0, len(msgs))
-	for i, m := range msgs {
-		role := m.Role
-		switch role {
-		case "system", "user", "assistant":
-		case "developer": // OpenAI's newer name for system instructions
-			role = "system"
-		case "":
-			return errInvalid("missing_field", msgParam(i, ".role"), "every message needs a role")
-		default:
-			return errInvalid("unsupported_parameter", msgParam(i, ".role"), "role must be system, developer, user or assistant")
-		}
-		text, e := flattenContent(m.Content, i)
-		if e != nil {
-			return e
-		}
-		if lim.maxContentChars > 0 && utf8.RuneCountInString(text) > lim.maxContentChars {
+	for i := range msgs {
+		m := &msgs[i]
+		if lim.maxContentChars > 0 && utf8.RuneCountInString(m.text) > lim.maxContentChars {
 			return errInvalid("content_too_long", msgParam(i, ".content"), fmt.Sprintf("message content must be at most %d characters", lim.maxContentChars))
 		}
-		p.inputTokens += countTokens(text)
-		p.req.Messages = append(p.req.Messages, provider.Message{Role: role, Content: text})
+		p.inputTokens += countTokens(m.text) + m.images*imageTokens
 	}
 	return nil
 }
@@ -226,59 +223,124 @@ func msgParam(i int, field string) string {
 	return "messages[" + strconv.Itoa(i) + "]" + field
 }
 
-// partParam names a field of messages[i].content[j].
-func partParam(i, j int, field string) string {
-	return msgParam(i, ".content["+strconv.Itoa(j)+"]"+field)
+// messageText is what the gateway reads of a message: the text of its
+// content (a string, or the text of its text parts) and how many image
+// parts it has, for the input estimate. Everything else, image data above
+// all, is skipped without a copy.
+type messageText struct {
+	text   string
+	images int
 }
 
-// flattenContent accepts a string or an array of text parts; anything else
-// (images, audio, files) is outside the supported subset.
-func flattenContent(raw jsontext.Value, i int) (string, *apiError) {
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return "", errInvalid("missing_field", msgParam(i, ".content"), "message content is required")
+// errShape is a member whose JSON is not of a shape the gateway reads: its
+// text (after the member's param, with at appended) is the 400's message.
+type errShape struct{ at, msg string }
+
+func (e *errShape) Error() string { return e.msg }
+
+var (
+	errMessageShape = &errShape{msg: "must be an object"}
+	errContentShape = &errShape{msg: "must be a string, an array of content parts or null"}
+)
+
+// errPartShape is content part j that is not an object.
+func errPartShape(j int) error {
+	return &errShape{at: "[" + strconv.Itoa(j) + "]", msg: "must be an object with a type"}
+}
+
+// UnmarshalJSONFrom reads one message.
+func (m *messageText) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	if dec.PeekKind() != '{' {
+		return errMessageShape
 	}
-	if raw[0] == '"' {
-		// The body's decode has checked the string already; unquoting it
-		// needs no reflection, and one without an escape is its bytes.
-		if bytes.IndexByte(raw, '\\') < 0 {
-			return string(raw[1 : len(raw)-1]), nil
-		}
-		s, err := jsontext.AppendUnquote(nil, raw)
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
 		if err != nil {
-			return "", errInvalid("invalid_type", msgParam(i, ".content"), "content must be a string or an array of text parts")
+			return err
 		}
-		return string(s), nil
+		if tok.String() != "content" {
+			if err := dec.SkipValue(); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := m.readContent(dec); err != nil {
+			return err
+		}
 	}
-	if raw[0] != '[' {
-		return "", errInvalid("invalid_type", msgParam(i, ".content"), "content must be a string or an array of text parts")
+	_, err := dec.ReadToken()
+	return err
+}
+
+func (m *messageText) readContent(dec *jsontext.Decoder) error {
+	switch dec.PeekKind() {
+	case '"':
+		tok, err := dec.ReadToken()
+		m.text = tok.String()
+		return err
+	case 'n':
+		_, err := dec.ReadToken()
+		return err
+	case '[':
+	default:
+		return errContentShape
 	}
-	var parts []jsontext.Value
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errInvalid("invalid_type", msgParam(i, ".content"), "content must be a string or an array of text parts")
+	if _, err := dec.ReadToken(); err != nil {
+		return err
 	}
-	var sb strings.Builder
-	for j, pr := range parts {
-		// The type is read first, loosely: an image or audio part is a
-		// well-formed OpenAI part the gateway does not support, not a type error.
-		var kind struct {
-			Type string `json:"type"`
+	var text strings.Builder
+	for j := 0; dec.PeekKind() != ']'; j++ {
+		typ, t, err := readPart(dec, j)
+		if err != nil {
+			return err
 		}
-		if err := json.Unmarshal(pr, &kind); err != nil {
-			return "", errInvalid("invalid_type", partParam(i, j, ""), "content parts must be objects {\"type\":\"text\",\"text\":...}")
+		switch typ {
+		case "text":
+			text.WriteString(t)
+		case "image_url", "image", "input_image":
+			m.images++
 		}
-		if kind.Type != "text" {
-			return "", errInvalid("unsupported_parameter", partParam(i, j, ".type"), "only text content parts are supported")
-		}
-		var part openai.ContentPart
-		if err := json.Unmarshal(pr, &part, strictJSON); err != nil {
-			return "", errInvalid("invalid_type", partParam(i, j, ""), "text content parts are {\"type\":\"text\",\"text\":...}")
-		}
-		if part.Text == nil {
-			return "", errInvalid("missing_field", partParam(i, j, ".text"), "text content parts need text")
-		}
-		sb.WriteString(*part.Text)
 	}
-	return sb.String(), nil
+	m.text = text.String()
+	_, err := dec.ReadToken()
+	return err
+}
+
+// readPart reads one content part's type and text, skipping the rest.
+func readPart(dec *jsontext.Decoder, j int) (typ, text string, err error) {
+	if dec.PeekKind() != '{' {
+		return "", "", errPartShape(j)
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return "", "", err
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return "", "", err
+		}
+		name := tok.String()
+		if (name == "type" || name == "text") && dec.PeekKind() == '"' {
+			v, err := dec.ReadToken()
+			if err != nil {
+				return "", "", err
+			}
+			if name == "type" {
+				typ = v.String()
+			} else {
+				text = v.String()
+			}
+			continue
+		}
+		if err := dec.SkipValue(); err != nil {
+			return "", "", err
+		}
+	}
+	_, err = dec.ReadToken()
+	return typ, text, err
 }
 
 // decodeError turns the decoder's errors into stable codes without echoing
@@ -307,6 +369,11 @@ func decodeError(err error, body []byte) *apiError {
 			return errInvalid("invalid_json", "", "request body must be a JSON object")
 		}
 		param := paramOf(semErr.JSONPointer)
+		var shape *errShape
+		if errors.As(semErr.Err, &shape) {
+			param += shape.at
+			return errInvalid("invalid_type", param, param+" "+shape.msg)
+		}
 		if semErr.GoType == nil {
 			return errInvalid("invalid_type", param, param+" has the wrong type")
 		}
@@ -366,14 +433,24 @@ func paramOf(p jsontext.Pointer) string {
 // maxNameChars characters. Redaction comes before clipping, so that clipping
 // cannot turn a key into a fragment that Redact no longer recognizes.
 func safeName(s string) string {
-	s = strings.ToValidUTF8(keyformat.Redact(s), "?")
-	s = strings.Map(func(r rune) rune {
+	return clip(printableName(keyformat.Redact(s)), maxNameChars)
+}
+
+// safeParam is safeName for a whole param path, which a translator built
+// from the caller's names: at most maxParamChars characters.
+func safeParam(s string) string {
+	return clip(printableName(keyformat.Redact(s)), maxParamChars)
+}
+
+// printableName replaces what is not printable, and quotes and
+// backslashes, with '?'.
+func printableName(s string) string {
+	return strings.Map(func(r rune) rune {
 		if !unicode.IsPrint(r) || r == '"' || r == '\\' {
 			return '?'
 		}
 		return r
-	}, s)
-	return clip(s, maxNameChars)
+	}, strings.ToValidUTF8(s, "?"))
 }
 
 // clip shortens s to at most n characters, the last one an ellipsis.

@@ -17,6 +17,9 @@ func BenchmarkParseChatRequest(b *testing.B) {
 			`{"role":"user","content":"hello there, how are you today?"}],"stream":true,"max_tokens":256}`},
 		{"parts-4k", `{"model":"alpha-large","messages":[{"role":"user","content":[{"type":"text","text":"` +
 			strings.Repeat("lorem ipsum ", 340) + `"}]}],"temperature":0.2}`},
+		{"tools-image", `{"model":"alpha-large","messages":[{"role":"user","content":[{"type":"text","text":"what is it?"},` +
+			`{"type":"image_url","image_url":{"url":"data:image/png;base64,` + strings.Repeat("iVBORw0KGgo", 3000) + `"}}]}],` +
+			`"tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}}]}`},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			body := []byte(c.body)

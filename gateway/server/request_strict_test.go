@@ -10,12 +10,19 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/api/keyformat"
+	"github.com/llmgw/llmgw/api/snapshot"
 )
 
 // Issue 11 end to end: ambiguous or compressed bodies get the API error shape,
 // and no caller-chosen name comes back verbatim.
 func TestStrictRequestParsingHTTP(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, func(s *snapshot.Snapshot) {
+		for i := range s.Aliases {
+			if s.Aliases[i].Name == "chat-beta" {
+				s.Aliases[i].Fallbacks, s.Aliases[i].MaxFallbacks = nil, nil // only the Anthropic-protocol route
+			}
+		}
+	})
 	send := func(body []byte, encoding string) (int, http.Header, []byte) {
 		t.Helper()
 		req, err := http.NewRequest(http.MethodPost, h.gw.URL+"/v1/chat/completions", bytes.NewReader(body))
@@ -78,7 +85,7 @@ func TestStrictRequestParsingHTTP(t *testing.T) {
 	// case-insensitively or kept the first duplicate would route it there.
 	msg := `"messages":[{"role":"user","content":"hi"}]`
 	for body, code := range map[string]string{
-		`{"Model":"chat-restricted","model":"chat-alpha",` + msg + `}`:                         "unknown_parameter",
+		`{"Model":"chat-restricted","model":"chat-alpha",` + msg + `}`:                         "duplicate_field",
 		`{"model":"chat-restricted","model":"chat-alpha",` + msg + `}`:                         "duplicate_field",
 		`{"model":"chat-alpha",` + msg + `,"tools":[{"type":"function"}],"tools":null}`:        "duplicate_field",
 		"{\"model\":\"chat-alpha\",\"messages\":[{\"role\":\"user\",\"content\":\"h\xffi\"}]}": "invalid_utf8",
@@ -93,9 +100,12 @@ func TestStrictRequestParsingHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, hdr, b = send([]byte(`{"model":"chat-alpha",`+msg+`,"`+key+`":1}`), "")
+	// A member the gateway does not know goes to a route of the same
+	// protocol as it is; one of another protocol cannot carry it, and the
+	// refusal names it redacted.
+	status, hdr, b = send([]byte(`{"model":"chat-beta",`+msg+`,"`+key+`":1}`), "")
 	e := decode(hdr, b)
-	if status != http.StatusBadRequest || e.Error.Code != "unknown_parameter" || e.Error.Param == nil ||
+	if status != http.StatusBadRequest || e.Error.Code != "unsupported_parameter" || e.Error.Param == nil ||
 		!strings.HasSuffix(*e.Error.Param, "<redacted>") || strings.Contains(string(b), key) || keyformat.LooksLikeKey(string(b)) {
 		t.Fatalf("a key-shaped unknown field is echoed: %d %s", status, b)
 	}

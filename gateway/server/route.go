@@ -11,22 +11,20 @@ import (
 	"github.com/llmgw/llmgw/gateway/usage"
 )
 
-// route tries the alias's routes in order, the primary first, until an
-// attempt succeeds or nextStep says stop. attempt calls one route and returns
-// its failure (nil: it answered); every attempt lands in the record. route
-// returns the failure the exchange ends on, nil after a success.
+// route tries the routes that can carry the request (x.cands, the primary
+// first) in order, until an attempt succeeds or nextStep says stop. attempt
+// calls one route and returns its failure (nil: it answered); every attempt
+// lands in the record. route returns the failure the exchange ends on, nil
+// after a success.
 //
 // A route whose provider's circuit breaker refuses the call is passed over
 // without an attempt, as if it had failed at once, except the last route the
-// alias may use (last): a request always reaches a provider.
-func (x *exchange) route(ctx context.Context, attempt func(context.Context, snapshot.Route) *failure) *failure {
-	a := x.alias
-	last := len(a.AllowedFallbacks())
-	for i := 0; ; i++ {
-		rt := a.Primary
-		if i > 0 {
-			rt = a.Fallbacks[i-1]
-		}
+// request may use (last): a request always reaches a provider.
+func (x *exchange) route(ctx context.Context, attempt func(context.Context, *candidate) *failure) *failure {
+	last := len(x.cands) - 1
+	for i := range x.cands {
+		c := &x.cands[i]
+		rt := c.route
 		if _, down := x.st.unavailable[rt.Provider]; down {
 			// No credential, no call: pass it over like an open breaker,
 			// and end on it (recorded, never sent) when it is the last.
@@ -47,15 +45,17 @@ func (x *exchange) route(ctx context.Context, attempt func(context.Context, snap
 		}
 		t0 := x.s.now()
 		x.times.attemptStart = t0
-		f := attempt(actx, rt)
+		f := attempt(actx, c)
 		x.addAttempt(rt, f, t0, t)
 		if f == nil {
 			return nil
 		}
-		if nextStep(f.kind, f.sent, i+1, maxFallbacks(a), len(a.Fallbacks)-i) == stepStop {
+		if nextStep(f.kind, f.sent, i+1, maxFallbacks(x.alias), last-i) == stepStop {
 			return f
 		}
 	}
+	// Unreachable: the last route is never passed over.
+	return &failure{kind: failUnavailable, route: x.cands[last].route, err: &provider.Error{StatusCode: http.StatusServiceUnavailable}}
 }
 
 // step is the route loop's move after a failed attempt.

@@ -30,7 +30,10 @@ type state struct {
 	snap     *snapshot.Snapshot
 	idx      *snapshot.Compiled
 	adapters map[string]provider.Adapter
-	loadedAt time.Time
+	// protocols is each provider's protocol, whether it has an adapter or
+	// not: what a route can carry is known without calling it.
+	protocols map[string]string
+	loadedAt  time.Time
 	// unavailable names the providers without an adapter because their
 	// credential could not be read, with the reason (logs and the management
 	// port only: it names Secrets and files). Routes to them are passed over;
@@ -121,9 +124,10 @@ func (s *Server) buildState(ctx context.Context, snap *snapshot.Snapshot, prev *
 	// snap is the server's own normalized, valid copy (apply), never changed
 	// afterwards: it is indexed as it is.
 	st := &state{snap: snap, idx: snapshot.CompileOwned(snap), adapters: map[string]provider.Adapter{},
-		unavailable: map[string]string{}, loadedAt: s.now()}
+		protocols: map[string]string{}, unavailable: map[string]string{}, loadedAt: s.now()}
 	for i := range snap.Providers {
 		p := &snap.Providers[i]
+		st.protocols[p.Name] = p.Protocol
 		cfg := provider.Config{
 			Name:                  p.Name,
 			Protocol:              p.Protocol,

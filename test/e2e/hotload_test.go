@@ -66,7 +66,7 @@ var _ = Describe("llmgw on envtest", Ordered, func() {
 		keyLoad key
 		keyTog  key
 		keys    []key
-		aliases = []string{"chat-alpha", "chat-beta", "e2e-fallback"}
+		aliases = []string{"chat-alpha", "chat-beta", "e2e-fallback", "embed-alpha"}
 		marker  = fmt.Sprintf("zqxprompt%d", time.Now().UnixNano()%1e6)
 	)
 	const betaUpstream = "beta-e2e-upstream-credential"
@@ -114,6 +114,8 @@ var _ = Describe("llmgw on envtest", Ordered, func() {
 		create(ctx, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: "e2e-fallback"},
 			Spec: v1alpha1.ModelAliasSpec{Primary: alphaLarge, Fallbacks: []v1alpha1.Route{betaLarge}, MaxFallbacks: ptr.To[int32](1),
 				Timeouts: &v1alpha1.AliasTimeouts{Total: "30s", Attempt: "2s", FirstChunk: "2s", Idle: "10s"}}})
+		create(ctx, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: "embed-alpha"},
+			Spec: v1alpha1.ModelAliasSpec{Primary: v1alpha1.Route{Provider: "alpha", Model: "alpha-embed"}, MaxFallbacks: ptr.To[int32](0)}})
 		all := []string{"*"}
 		keyAll = newKey("e2e-all", all, 100000, 10000)
 		keyRestricted := newKey("e2e-restricted", []string{"e2e-fallback"}, 100000, 10000)
@@ -162,7 +164,8 @@ var _ = Describe("llmgw on envtest", Ordered, func() {
 		for _, o := range []client.Object{
 			&v1alpha1.ProviderEndpoint{ObjectMeta: metav1.ObjectMeta{Name: "alpha"}}, &v1alpha1.ProviderEndpoint{ObjectMeta: metav1.ObjectMeta{Name: "beta"}},
 			&v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: "chat-alpha"}}, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: "chat-beta"}},
-			&v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: "e2e-fallback"}}, keyAll.obj, keyLimited.obj, keyTog.obj,
+			&v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: "e2e-fallback"}}, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: "embed-alpha"}},
+			keyAll.obj, keyLimited.obj, keyTog.obj,
 		} {
 			Eventually(conditions(ctx, c, o)).WithTimeout(30*time.Second).WithPolling(50*time.Millisecond).
 				Should(Equal("Accepted=True/Accepted ResolvedRefs=True/ResolvedRefs Programmed=True/Programmed Ready=True/Serving"), "%T %s", o, o.GetName())
@@ -187,6 +190,14 @@ var _ = Describe("llmgw on envtest", Ordered, func() {
 
 	Describe("client contract", Ordered, func() {
 		specs.Contract(func() *specs.Target { return target })
+	})
+
+	// After the contract, whose usage check wants every record of the key '*' to be one of its requests.
+	Describe("agents' traffic", Ordered, func() {
+		specs.Agents(func() *specs.AgentsTarget {
+			return &specs.AgentsTarget{Gateway: base, MockAlpha: target.MockAlpha, MockBeta: target.MockBeta, Key: keyAll.plaintext,
+				AlphaAlias: "chat-alpha", BetaAlias: "chat-beta", EmbedAlias: "embed-alpha", Marker: marker}
+		})
 	})
 
 	It("hot-loads 20 new ModelAliases and 4 GatewayKey disable/enable changes within 1 s p99, under a paced load that never fails", func(ctx SpecContext) {

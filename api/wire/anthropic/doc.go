@@ -8,7 +8,6 @@
 // codec (github.com/go-json-experiment/json and its jsontext); encode and
 // decode with that codec, which writes members in declaration order.
 //
-// Only what the gateway speaks today is declared; content is kept as raw
-// JSON (jsontext.Value), so that extensions (tools, content blocks of other
-// types) land here.
+// What a translation or a mock reads is declared; members only a provider
+// reads are kept as raw JSON (jsontext.Value).
 package anthropic

@@ -2,7 +2,10 @@ package anthropic
 
 import "github.com/go-json-experiment/json/jsontext"
 
-// MessagesRequest is the body of POST /v1/messages.
+// MessagesRequest is the body of POST /v1/messages. What the gateway or a
+// mock reads is modelled; members it only forwards or ignores (thinking,
+// context management, service tier...) are kept raw, so that a request a
+// current client sends decodes whole.
 type MessagesRequest struct {
 	Model string `json:"model"`
 	// System is a JSON string or an array of text blocks, kept raw; Text
@@ -16,6 +19,56 @@ type MessagesRequest struct {
 	StopSequences []string       `json:"stop_sequences,omitempty"`
 	Metadata      *Metadata      `json:"metadata,omitzero"`
 	Stream        bool           `json:"stream,omitzero"`
+	Tools         []Tool         `json:"tools,omitzero"`
+	ToolChoice    *ToolChoice    `json:"tool_choice,omitzero"`
+	OutputConfig  *OutputConfig  `json:"output_config,omitzero"`
+
+	Thinking          jsontext.Value `json:"thinking,omitzero"`
+	ContextManagement jsontext.Value `json:"context_management,omitzero"`
+	ServiceTier       jsontext.Value `json:"service_tier,omitzero"`
+	MCPServers        jsontext.Value `json:"mcp_servers,omitzero"`
+	Container         jsontext.Value `json:"container,omitzero"`
+}
+
+// Tool is one tool the model may use. A client tool has a Name, an
+// InputSchema (JSON Schema, raw) and no Type (or "custom"); a server tool
+// (web search, code execution...) has a versioned Type and its own members,
+// which only a provider reads.
+type Tool struct {
+	Type         string         `json:"type,omitzero"`
+	Name         string         `json:"name"`
+	Description  string         `json:"description,omitzero"`
+	InputSchema  jsontext.Value `json:"input_schema,omitzero"`
+	CacheControl jsontext.Value `json:"cache_control,omitzero"`
+}
+
+// ToolChoice says whether and which tool the model must use: Type auto,
+// any, tool (with Name) or none.
+type ToolChoice struct {
+	Type                   string `json:"type"`
+	Name                   string `json:"name,omitzero"`
+	DisableParallelToolUse *bool  `json:"disable_parallel_tool_use,omitzero"`
+}
+
+// Tool choice types.
+const (
+	ToolChoiceAuto = "auto"
+	ToolChoiceAny  = "any"
+	ToolChoiceTool = "tool"
+	ToolChoiceNone = "none"
+)
+
+// OutputConfig shapes the answer: Format asks for JSON that follows a
+// schema (structured outputs). Other members (effort) are kept raw.
+type OutputConfig struct {
+	Format *OutputFormat  `json:"format,omitzero"`
+	Effort jsontext.Value `json:"effort,omitzero"`
+}
+
+// OutputFormat is the answer's format: Type "json_schema" with Schema.
+type OutputFormat struct {
+	Type   string         `json:"type"`
+	Schema jsontext.Value `json:"schema,omitzero"`
 }
 
 // Metadata describes the request; UserID is an opaque id of the end user.
@@ -24,8 +77,8 @@ type Metadata struct {
 }
 
 // Message is one turn of the conversation (role user or assistant).
-// Content is a JSON string or an array of content blocks, kept raw; Text
-// makes the string form.
+// Content is a JSON string or an array of content blocks (ContentBlock),
+// kept raw; Text makes the string form.
 type Message struct {
 	Role    string         `json:"role"`
 	Content jsontext.Value `json:"content"`
@@ -37,13 +90,36 @@ func Text(s string) jsontext.Value {
 	return b
 }
 
-// Message types and content block types.
+// Message types, roles and content block types.
 const (
 	TypeMessage   = "message"
 	TypeError     = "error"
-	BlockText     = "text"
-	DeltaText     = "text_delta"
+	RoleUser      = "user"
 	RoleAssistant = "assistant"
+
+	BlockText       = "text"
+	BlockImage      = "image"
+	BlockToolUse    = "tool_use"
+	BlockToolResult = "tool_result"
+	BlockThinking   = "thinking"
+	BlockRedacted   = "redacted_thinking"
+	BlockDocument   = "document"
+
+	DeltaText      = "text_delta"
+	DeltaInputJSON = "input_json_delta"
+	DeltaThinking  = "thinking_delta"
+	DeltaSignature = "signature_delta"
+)
+
+// Stop reasons.
+const (
+	StopEndTurn      = "end_turn"
+	StopMaxTokens    = "max_tokens"
+	StopSequence     = "stop_sequence"
+	StopToolUse      = "tool_use"
+	StopPauseTurn    = "pause_turn"
+	StopRefusal      = "refusal"
+	StopContextLimit = "model_context_window_exceeded"
 )
 
 // MessageResponse is the answer to a request without stream (type
@@ -59,12 +135,76 @@ type MessageResponse struct {
 	Usage        *Usage         `json:"usage,omitzero"`
 }
 
-// ContentBlock is one block of a message's content; Text is set for type
-// "text".
+// ContentBlock is one block of a message's content, in a request or an
+// answer, as one struct for every type: text (Text), image (Source),
+// tool_use (ID, Name, Input), tool_result (ToolUseID, Content, IsError),
+// thinking (Thinking, Signature), redacted_thinking (Data). Members of other
+// types, and cache_control, are kept raw or ignored.
 type ContentBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type      string         `json:"type"`
+	Text      *string        `json:"text,omitzero"`
+	Source    *ImageSource   `json:"source,omitzero"`
+	ID        string         `json:"id,omitzero"`
+	Name      string         `json:"name,omitzero"`
+	Input     jsontext.Value `json:"input,omitzero"`
+	ToolUseID string         `json:"tool_use_id,omitzero"`
+	// Content is a tool result's: a string or an array of text and image
+	// blocks, raw.
+	Content      jsontext.Value `json:"content,omitzero"`
+	IsError      *bool          `json:"is_error,omitzero"`
+	Thinking     *string        `json:"thinking,omitzero"`
+	Signature    string         `json:"signature,omitzero"`
+	Data         string         `json:"data,omitzero"`
+	CacheControl jsontext.Value `json:"cache_control,omitzero"`
+	Citations    jsontext.Value `json:"citations,omitzero"`
 }
+
+// TextBlock is a text block holding s.
+func TextBlock(s string) ContentBlock { return ContentBlock{Type: BlockText, Text: &s} }
+
+// TextOf is a block's text, "" when it has none.
+func (b *ContentBlock) TextOf() string {
+	if b.Text == nil {
+		return ""
+	}
+	return *b.Text
+}
+
+// ImageSource is an image block's image: Type "base64" with MediaType and
+// Data, "url" with URL, or "file" with FileID (an uploaded file). A
+// document block's source has the same shape, plus Type "text" (Data is
+// plain text) and "content" (its blocks, not modelled).
+type ImageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitzero"`
+	Data      string `json:"data,omitzero"`
+	URL       string `json:"url,omitzero"`
+	FileID    string `json:"file_id,omitzero"`
+}
+
+// Image and document source types.
+const (
+	SourceBase64  = "base64"
+	SourceURL     = "url"
+	SourceFile    = "file"
+	SourceText    = "text"
+	SourceContent = "content"
+)
+
+// ThinkingConfig is the thinking member of a request, for a reader that
+// needs it (MessagesRequest keeps it raw): Type "enabled" with
+// BudgetTokens, "adaptive" (the model decides) or "disabled".
+type ThinkingConfig struct {
+	Type         string `json:"type"`
+	BudgetTokens *int   `json:"budget_tokens,omitzero"`
+}
+
+// Thinking types.
+const (
+	ThinkingEnabled  = "enabled"
+	ThinkingAdaptive = "adaptive"
+	ThinkingDisabled = "disabled"
+)
 
 // Usage counts a request's tokens. InputTokens excludes the tokens written
 // to and read from the prompt cache, which are counted apart. Every member

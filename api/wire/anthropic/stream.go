@@ -33,10 +33,15 @@ type ContentBlockDelta struct {
 	Delta Delta  `json:"delta"`
 }
 
-// Delta is a piece of a content block; Text is set for type "text_delta".
+// Delta is a piece of a content block: Text for text_delta, PartialJSON
+// (a piece of a tool_use block's input, as JSON text) for input_json_delta,
+// Thinking for thinking_delta, Signature for signature_delta.
 type Delta struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type        string `json:"type"`
+	Text        string `json:"text,omitzero"`
+	PartialJSON string `json:"partial_json,omitzero"`
+	Thinking    string `json:"thinking,omitzero"`
+	Signature   string `json:"signature,omitzero"`
 }
 
 // ContentBlockStop closes the content block at Index.

@@ -21,7 +21,7 @@ func TestMarshalGolden(t *testing.T) {
 		}, `{"model":"m","system":"be brief","messages":[{"role":"user","content":"hi"}],"max_tokens":4096,"temperature":1,"stop_sequences":["x"],"metadata":{"user_id":"u"},"stream":true}`},
 		{"message", &MessageResponse{
 			ID: "msg_1", Type: TypeMessage, Role: RoleAssistant, Model: "b",
-			Content: []ContentBlock{{Type: BlockText, Text: "ok"}}, StopReason: ptr("end_turn"),
+			Content: []ContentBlock{TextBlock("ok")}, StopReason: ptr("end_turn"),
 			Usage: &Usage{InputTokens: ptr(3), CacheReadInputTokens: ptr(2), OutputTokens: ptr(1)},
 		}, `{"id":"msg_1","type":"message","role":"assistant","model":"b","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":3,"cache_read_input_tokens":2,"output_tokens":1}}`},
 		{"content_block_delta", &ContentBlockDelta{Type: EventContentBlockDelta, Delta: Delta{Type: DeltaText, Text: "he"}},

@@ -1,6 +1,7 @@
 // Package openai declares the wire shapes of OpenAI's chat-completions
 // protocol (POST /v1/chat/completions): the request, the chat.completion
-// answer, the chat.completion.chunk stream events and the error envelope.
+// answer, the chat.completion.chunk stream events and the error envelope;
+// and of POST /v1/embeddings.
 //
 // It is the one declaration of these shapes, shared by the gateway (which
 // reads client requests and writes answers in them, and sends provider
@@ -9,7 +10,6 @@
 // (github.com/go-json-experiment/json and its jsontext); encode and decode
 // with that codec, which writes members in declaration order.
 //
-// Only what the gateway speaks today is declared. Members the protocol
-// defines but the gateway does not model are kept as raw JSON
-// (jsontext.Value), so that extensions (tools, content parts) land here.
+// What a translation to another protocol carries is declared; members no
+// translation models are kept as raw JSON (jsontext.Value).
 package openai

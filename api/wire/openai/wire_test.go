@@ -23,7 +23,7 @@ func TestMarshalGolden(t *testing.T) {
 		}, `{"model":"m","messages":[{"role":"user","content":"hi <b>"}],"max_tokens":5,"temperature":0.5,"stream":true,"stream_options":{"include_usage":true}}`},
 		{"completion", &ChatCompletion{
 			ID: "chatcmpl-1", Object: ObjectCompletion, Created: 7, Model: "a",
-			Choices: []Choice{{Message: ResponseMessage{Role: "assistant", Content: "ok"}, FinishReason: "stop"}},
+			Choices: []Choice{{Message: ResponseMessage{Role: "assistant", Content: ptr("ok")}, FinishReason: "stop"}},
 			Usage: &Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4,
 				PromptTokensDetails: &PromptTokensDetails{CachedTokens: 2}, CompletionTokensDetails: &CompletionTokensDetails{}},
 		}, `{"id":"chatcmpl-1","object":"chat.completion","created":7,"model":"a","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":0}}}`},

@@ -142,6 +142,14 @@ var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 		specs.Contract(func() *specs.Target { return target })
 	})
 
+	// After the contract, whose usage check wants every record of the key "all" to be one of its requests.
+	Describe("agents' traffic through the Service: tools, images, json_schema, embeddings (embed-alpha of config/samples)", func() {
+		specs.Agents(func() *specs.AgentsTarget {
+			return &specs.AgentsTarget{Gateway: fwGW.URL(), MockAlpha: fwAlpha.URL(), MockBeta: fwBeta.URL(), Key: key("all"),
+				AlphaAlias: "chat-alpha", BetaAlias: "chat-beta", EmbedAlias: "embed-alpha", Marker: marker}
+		})
+	})
+
 	Describe("kubectl", func() {
 		It("rejects at apply a GatewayKey whose keyHash is a plaintext key, with a clear message that does not echo the key", func(ctx SpecContext) {
 			plain, prefix, _, err := keyformat.Generate()

@@ -7,6 +7,9 @@
 //     key, 401/403, JSON and SSE chat through the SDK, exactly one
 //     `data: [DONE]`, fallback rules counted on the mocks, per-key rate-limit
 //     isolation, exactly one usage record per request through every replica);
+//   - Agents: agents' traffic through both protocols (tool conversations,
+//     a tool-call stream cut after its first delta, an image, json_schema,
+//     embeddings) with one record each;
 //   - StartLoad: a paced load with status accounting;
 //   - MeasureHotLoad: the hot-load latency of N changes over every replica,
 //     with p50/p99;

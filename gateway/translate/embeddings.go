@@ -1,0 +1,72 @@
+package translate
+
+import (
+	"github.com/go-json-experiment/json"
+
+	"github.com/llmgw/llmgw/api/wire/openai"
+)
+
+// openAIEmbeddings passes an embeddings request through to a provider of
+// the OpenAI protocol: the body but for model, the answer but for model.
+type openAIEmbeddings struct{}
+
+func (openAIEmbeddings) Request(req *EmbeddingRequest, model string) ([][]byte, error) {
+	found, closing, err := memberSpans(req.Body, "model")
+	if err != nil {
+		return nil, err
+	}
+	return splice(req.Body, setMembers(req.Body, found, closing, memberValue{"model", quoted(model)})), nil
+}
+
+func (openAIEmbeddings) Answer(raw []byte, m *Meta) (*Answer, error) {
+	a := &Answer{}
+	var w objectWriter
+	w.begin(make([]byte, 0, len(raw)+len(m.Alias)+1))
+	sawData, sawModel := false, false
+	err := eachMember(raw, func(mb *member) error {
+		switch mb.name {
+		case "model":
+			w.raw(mb.rawName, quoted(m.Alias))
+			sawModel = true
+			return nil
+		case "error":
+			if mb.value.Kind() != 'n' {
+				return upstreamError(mb.value)
+			}
+		case "data":
+			sawData = mb.value.Kind() == '['
+		case "usage":
+			if mb.value.Kind() != 'n' {
+				var u openai.EmbeddingUsage
+				if err := json.Unmarshal(mb.value, &u, lenient); err != nil {
+					return malformed("malformed usage in the response")
+				}
+				a.Usage = &Usage{InputTokens: u.PromptTokens}
+			}
+		}
+		w.raw(mb.rawName, mb.value)
+		return nil
+	}, lenient)
+	if err != nil {
+		return nil, asFailure(err, "malformed response JSON")
+	}
+	if !sawData {
+		return nil, malformed("response has no data array")
+	}
+	if !sawModel {
+		w.set("model", quoted(m.Alias)) // as the chat answer
+	}
+	a.Body = append(w.end(), '\n')
+	return a, nil
+}
+
+// noEmbeddings is a provider protocol without embeddings.
+type noEmbeddings struct{ protocol string }
+
+func (n noEmbeddings) Request(*EmbeddingRequest, string) ([][]byte, error) {
+	return nil, &NotCarried{Reason: "the " + n.protocol + " protocol has no embeddings endpoint"}
+}
+
+func (n noEmbeddings) Answer([]byte, *Meta) (*Answer, error) {
+	return nil, malformed("the " + n.protocol + " protocol has no embeddings endpoint")
+}

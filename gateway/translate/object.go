@@ -1,0 +1,112 @@
+package translate
+
+import (
+	"bytes"
+	"errors"
+	"io"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// member is one top-level member of a JSON object as it was sent: its name
+// unquoted, and its name and value as raw bytes.
+type member struct {
+	name    string
+	rawName jsontext.Value
+	value   jsontext.Value
+}
+
+var errNotObject = errors.New("not a JSON object")
+
+// lenient reads what providers send with encoding/json's tolerance: a
+// repeated member (the last wins) and invalid UTF-8 (replaced by U+FFFD
+// when decoded; relayed as sent when passed through), because rejecting
+// either would turn an answer the caller could read into a protocol
+// error. Members the wire types do not declare are skipped.
+var lenient = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+
+// eachMember calls fn for each top-level member of obj, in order. The raw
+// bytes are obj's own (fn may keep them as long as obj lives; m itself is
+// reused). Invalid JSON is an error, as anything after the object is;
+// duplicate names and invalid UTF-8 too unless opts allow them (lenient,
+// for what providers send).
+//
+// The decoder reads from a *bytes.Buffer: it then parses obj in place. From
+// any other reader it copies into a buffer of its own and, on each read,
+// overwrites the first byte of the value it returned before (jsontext's
+// guard against use after the next read), which would corrupt the name
+// held while the value is read.
+func eachMember(obj []byte, fn func(m *member) error, opts ...jsontext.Options) error {
+	dec := jsontext.NewDecoder(bytes.NewBuffer(obj), opts...)
+	if dec.PeekKind() != '{' {
+		return errNotObject
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	var m member
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadValue() // at a name, ReadValue reads the name
+		if err != nil {
+			return err
+		}
+		m.rawName = name
+		m.name = unquote(name)
+		if m.value, err = dec.ReadValue(); err != nil {
+			return err
+		}
+		if err := fn(&m); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil { // '}', or the error that stopped the loop
+		return err
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		// Something after the object: another value, or bytes that are no
+		// JSON at all (a syntax error here, which is not the end either).
+		return errNotObject
+	}
+	return nil
+}
+
+// unquote is a JSON string's value; one without escapes is its bytes.
+func unquote(s jsontext.Value) string {
+	if bytes.IndexByte(s, '\\') < 0 && len(s) >= 2 {
+		return string(s[1 : len(s)-1])
+	}
+	b, err := jsontext.AppendUnquote(nil, s)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// objectWriter builds a JSON object member by member, raw.
+type objectWriter struct{ b []byte }
+
+func (w *objectWriter) begin(dst []byte) { w.b = append(dst, '{') }
+
+func (w *objectWriter) raw(name, value []byte) {
+	if w.b[len(w.b)-1] != '{' {
+		w.b = append(w.b, ',')
+	}
+	w.b = append(w.b, name...)
+	w.b = append(w.b, ':')
+	w.b = append(w.b, value...)
+}
+
+// set writes a member by its unquoted name.
+func (w *objectWriter) set(name string, value []byte) {
+	q, _ := jsontext.AppendQuote(nil, name)
+	w.raw(q, value)
+}
+
+func (w *objectWriter) end() []byte { return append(w.b, '}') }
+
+// quoted is s as a JSON string.
+func quoted(s string) jsontext.Value {
+	b, _ := jsontext.AppendQuote(nil, s) // only invalid UTF-8 errs, and is replaced
+	return b
+}

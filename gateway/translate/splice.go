@@ -1,0 +1,111 @@
+package translate
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// edit replaces obj[start:end] with with (start == end: an insertion).
+type edit struct {
+	start, end int
+	with       []byte
+}
+
+// splice is obj with the edits applied, as segments: obj's own bytes
+// between the edits are not copied.
+func splice(obj []byte, edits []edit) [][]byte {
+	slices.SortFunc(edits, func(a, b edit) int { return a.start - b.start })
+	out := make([][]byte, 0, 2*len(edits)+1)
+	at := 0
+	for _, e := range edits {
+		if e.start > at {
+			out = append(out, obj[at:e.start])
+		}
+		if len(e.with) > 0 {
+			out = append(out, e.with)
+		}
+		at = e.end
+	}
+	if at < len(obj) {
+		out = append(out, obj[at:])
+	}
+	return out
+}
+
+// span is where a top-level member's value lies in its object.
+type span struct {
+	start, end int
+	value      jsontext.Value // obj[start:end]
+}
+
+// memberSpans finds the values of the named top-level members of obj (a
+// valid JSON object: the caller's, already validated) and the offset of
+// the object's closing brace.
+func memberSpans(obj []byte, names ...string) (found map[string]span, closing int, err error) {
+	dec := jsontext.NewDecoder(bytes.NewBuffer(obj))
+	if dec.PeekKind() != '{' {
+		return nil, 0, errNotObject
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, 0, err
+	}
+	found = map[string]span{}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadValue()
+		if err != nil {
+			return nil, 0, err
+		}
+		n := unquote(name)
+		if !slices.Contains(names, n) {
+			if err := dec.SkipValue(); err != nil {
+				return nil, 0, err
+			}
+			continue
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, 0, err
+		}
+		end := int(dec.InputOffset())
+		found[n] = span{start: end - len(v), end: end, value: obj[end-len(v) : end]}
+	}
+	if _, err := dec.ReadToken(); err != nil { // '}'
+		return nil, 0, err
+	}
+	closing = int(dec.InputOffset()) - 1
+	return found, closing, nil
+}
+
+// memberValue is a top-level member to set: its name and JSON value.
+type memberValue struct {
+	name  string
+	value []byte
+}
+
+// setMembers is the edits that set top-level members of obj: a member obj
+// has gets its value replaced where it is; the members it lacks are added,
+// in order, in one insertion before the closing brace, so that a comma
+// separates each from the one before even in an object that had none.
+func setMembers(obj []byte, found map[string]span, closing int, set ...memberValue) []edit {
+	edits := make([]edit, 0, len(set))
+	var added []byte
+	empty := len(bytes.TrimSpace(obj[1:closing])) == 0
+	for _, m := range set {
+		if sp, ok := found[m.name]; ok {
+			edits = append(edits, edit{start: sp.start, end: sp.end, with: m.value})
+			continue
+		}
+		if !empty || len(added) > 0 {
+			added = append(added, ',')
+		}
+		added, _ = jsontext.AppendQuote(added, m.name)
+		added = append(added, ':')
+		added = append(added, m.value...)
+	}
+	if len(added) > 0 {
+		edits = append(edits, edit{start: closing, end: closing, with: added})
+	}
+	return edits
+}
