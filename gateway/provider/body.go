@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http/httptrace"
+	"sync"
 )
 
 // flatBody is the largest body sent as one slice: a translator hands a
@@ -21,11 +22,17 @@ const flatBody = 64 << 10
 // life, and a long prompt would stay with it. net/http closes a request's
 // body once it is written. GetBody hands one out for a request sent again;
 // the first send uses a sentBody.
+//
+// net/http may close a body on another goroutine than the one reading it
+// (HTTP/2 aborts a stream that way), so its state is behind a mutex.
 type requestBody struct {
+	mu   sync.Mutex
 	segs [][]byte
 }
 
 func (r *requestBody) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for len(r.segs) > 0 && len(r.segs[0]) == 0 {
 		r.segs = r.segs[1:]
 	}
@@ -39,7 +46,9 @@ func (r *requestBody) Read(p []byte) (int, error) {
 }
 
 func (r *requestBody) Close() error {
+	r.mu.Lock()
 	r.segs = nil
+	r.mu.Unlock()
 	return nil
 }
 
@@ -89,5 +98,5 @@ func newSentBody(ctx context.Context, segs [][]byte) (context.Context, io.ReadCl
 
 func (s *sentBody) wrote(httptrace.WroteRequestInfo) {
 	s.r.Reset(nil)
-	s.rest.segs = nil
+	_ = s.rest.Close()
 }

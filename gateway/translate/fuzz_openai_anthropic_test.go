@@ -5,6 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/go-json-experiment/json"
+
+	"github.com/llmgw/llmgw/api/wire/openai"
 )
 
 // antSeed adds every file of testdata/openai_anthropic/<dir> ending in ext
@@ -24,9 +28,9 @@ func antSeed(f *testing.F, dir, ext string, add func([]byte)) {
 }
 
 // FuzzOpenAIToAnthropicRequest: whatever the body, Request does not
-// panic, and either refuses it with a *NotCarried naming a printable
-// parameter or writes a compact, valid Messages request (roles
-// alternating, no empty text block).
+// panic, and either refuses it with a *NotCarried (its param as the caller
+// named it: the server makes it safe to show) or writes a compact, valid
+// Messages request (roles alternating, no empty text block).
 func FuzzOpenAIToAnthropicRequest(f *testing.F) {
 	antSeed(f, "request", ".json", func(b []byte) { f.Add(b, false) })
 	f.Add(antBody(`,"tools":[{"type":"custom","custom":{}}],"n":2`), true)
@@ -35,13 +39,8 @@ func FuzzOpenAIToAnthropicRequest(f *testing.F) {
 		segs, err := openAIToAnthropic().Request(&ChatRequest{Body: body, Stream: stream}, "claude-x")
 		if err != nil {
 			var nc *NotCarried
-			if !errors.As(err, &nc) {
-				t.Fatalf("error %T %v, want a *NotCarried", err, err)
-			}
-			for _, c := range []byte(nc.Param) {
-				if c < 0x20 || c > 0x7e {
-					t.Fatalf("param %q is not printable ASCII", nc.Param)
-				}
+			if !errors.As(err, &nc) || nc.Reason == "" {
+				t.Fatalf("error %T %v, want a *NotCarried with a reason", err, err)
 			}
 			return
 		}
@@ -87,6 +86,35 @@ func FuzzAnthropicStreamToChat(f *testing.F) {
 		}
 		for _, c := range end {
 			antCheckChunk(t, c)
+		}
+	})
+}
+
+// FuzzAnthropicAnswerToChat: whatever the answer, Answer does not panic,
+// and either fails with a *Failure or writes a valid chat.completion whose
+// model is the alias, with usage only when the answer had both counts.
+func FuzzAnthropicAnswerToChat(f *testing.F) {
+	antSeed(f, "answer", ".json", func(b []byte) { f.Add(b) })
+	f.Add([]byte(`{"type":"message","content":[{"type":"tool_use","id":"t","name":"f","input":{"a":[1,{"b":null}]}}],"stop_reason":"tool_use"}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		m := antTestMeta
+		a, err := openAIToAnthropic().Answer(raw, &m)
+		if err != nil {
+			var fl *Failure
+			if !errors.As(err, &fl) {
+				t.Fatalf("error %T %v, want a *Failure", err, err)
+			}
+			return
+		}
+		var c openai.ChatCompletion
+		if err := json.Unmarshal(a.Body, &c); err != nil {
+			t.Fatalf("answer is not a chat.completion: %v: %s", err, a.Body)
+		}
+		if c.Model != m.Alias || len(c.Choices) != 1 {
+			t.Fatalf("answer %s", a.Body)
+		}
+		if (a.Usage == nil) != (c.Usage == nil) {
+			t.Fatalf("usage %+v reported, answer %s", a.Usage, a.Body)
 		}
 	})
 }
