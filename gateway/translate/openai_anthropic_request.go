@@ -39,8 +39,9 @@ var antEmptyInput = jsontext.Value(`{}`)
 // antImageTypes are the media types the protocol accepts in an image block.
 var antImageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
 
-// Request is the Messages request for req, in one segment: every member is
-// rewritten, none of the caller's bytes can be sent as they are.
+// Request is the Messages request for req. Every member is rewritten, so
+// it is encoded anew, except the data of large base64 images, which is sent
+// from the caller's bytes (antShareImages).
 func (antPair) Request(req *ChatRequest, model string) ([][]byte, error) {
 	var r openai.ChatCompletionRequest
 	if err := json.Unmarshal(req.Body, &r, antStrict); err != nil {
@@ -64,7 +65,7 @@ func (antPair) Request(req *ChatRequest, model string) ([][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("translate: encode the Anthropic request: %w", err)
 	}
-	return [][]byte{b}, nil
+	return antShareImages(b, req.Body), nil
 }
 
 // antBuildRequest is the Messages request for r.
