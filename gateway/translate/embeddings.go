@@ -20,43 +20,29 @@ func (openAIEmbeddings) Request(req *EmbeddingRequest, model string) ([][]byte, 
 
 func (openAIEmbeddings) Answer(raw []byte, m *Meta) (*Answer, error) {
 	a := &Answer{}
-	var w objectWriter
-	w.begin(make([]byte, 0, len(raw)+len(m.Alias)+1))
-	sawData, sawModel := false, false
-	err := eachMember(raw, func(mb *member) error {
+	sawData := false
+	body, err := relayObject(make([]byte, 0, len(raw)+len(m.Alias)+1), raw, m.Alias, "malformed response JSON", func(mb *member) (bool, error) {
 		switch mb.name {
-		case "model":
-			w.raw(mb.rawName, quoted(m.Alias))
-			sawModel = true
-			return nil
-		case "error":
-			if mb.value.Kind() != 'n' {
-				return upstreamError(mb.value)
-			}
 		case "data":
 			sawData = mb.value.Kind() == '['
 		case "usage":
 			if mb.value.Kind() != 'n' {
 				var u openai.EmbeddingUsage
 				if err := json.Unmarshal(mb.value, &u, lenient); err != nil {
-					return malformed("malformed usage in the response")
+					return false, malformed("malformed usage in the response")
 				}
 				a.Usage = &Usage{InputTokens: u.PromptTokens}
 			}
 		}
-		w.raw(mb.rawName, mb.value)
-		return nil
-	}, lenient)
+		return true, nil
+	})
 	if err != nil {
-		return nil, asFailure(err, "malformed response JSON")
+		return nil, err
 	}
 	if !sawData {
 		return nil, malformed("response has no data array")
 	}
-	if !sawModel {
-		w.set("model", quoted(m.Alias)) // as the chat answer
-	}
-	a.Body = append(w.end(), '\n')
+	a.Body = append(body, '\n')
 	return a, nil
 }
 

@@ -110,3 +110,40 @@ func quoted(s string) jsontext.Value {
 	b, _ := jsontext.AppendQuote(nil, s) // only invalid UTF-8 errs, and is replaced
 	return b
 }
+
+// relayObject appends raw, a provider's JSON object (read leniently), to
+// dst with model set to alias (added when the provider left it out), and
+// the rest as it was, unless read drops a member. read sees every member
+// but model first; an "error" member that is not null is the provider's
+// Failure; invalid JSON is a malformed one with message what.
+func relayObject(dst, raw []byte, alias, what string, read func(mb *member) (keep bool, err error)) ([]byte, error) {
+	var w objectWriter
+	w.begin(dst)
+	sawModel := false
+	err := eachMember(raw, func(mb *member) error {
+		switch mb.name {
+		case "model":
+			w.raw(mb.rawName, quoted(alias))
+			sawModel = true
+			return nil
+		case "error":
+			if mb.value.Kind() != 'n' {
+				return upstreamError(mb.value)
+			}
+		}
+		keep, err := read(mb)
+		if keep && err == nil {
+			w.raw(mb.rawName, mb.value)
+		}
+		return err
+	}, lenient)
+	if err != nil {
+		return nil, asFailure(err, what)
+	}
+	if !sawModel {
+		// A compatible server that leaves model out: the caller is still
+		// told the alias it asked for.
+		w.set("model", quoted(alias))
+	}
+	return w.end(), nil
+}

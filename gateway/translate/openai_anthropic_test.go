@@ -3,9 +3,7 @@ package translate
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,48 +14,7 @@ import (
 	"github.com/llmgw/llmgw/api/wire/anthropic"
 )
 
-// The -update flag rewrites the golden files. Another test file of this
-// package may declare it too: it is registered here only if it is not
-// already (package variables are initialized before init functions run).
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files under testdata")
-	}
-}
-
-func antUpdate() bool {
-	g, ok := flag.Lookup("update").Value.(flag.Getter)
-	return ok && g.Get() == true
-}
-
 const antTestdata = "testdata/openai_anthropic"
-
-// antGolden compares got with the golden file, or rewrites it with -update.
-func antGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if antUpdate() {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
-
-func antRead(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 var antTestMeta = Meta{Alias: "chat-beta", ID: "chatcmpl-req1", Created: 1700000000}
 
@@ -89,7 +46,7 @@ func TestOpenAIToAnthropicRequestGolden(t *testing.T) {
 		{"assistant_refusal", false},            // refusals in the history are text
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			body := antRead(t, filepath.Join(antTestdata, "request", tc.name+".json"))
+			body := readFile(t, filepath.Join(antTestdata, "request", tc.name+".json"))
 			segs, err := openAIToAnthropic().Request(&ChatRequest{Body: body, Stream: tc.stream}, "claude-x")
 			if err != nil {
 				t.Fatal(err)
@@ -103,7 +60,7 @@ func TestOpenAIToAnthropicRequestGolden(t *testing.T) {
 			if err := pretty.Indent(); err != nil {
 				t.Fatal(err)
 			}
-			antGolden(t, filepath.Join(antTestdata, "request", tc.name+".golden.json"), append(pretty, '\n'))
+			golden(t, filepath.Join(antTestdata, "request", tc.name+".golden.json"), append(pretty, '\n'))
 		})
 	}
 }
@@ -168,7 +125,7 @@ func TestOpenAIToAnthropicAnswerGolden(t *testing.T) {
 		"not_message",       // JSON, not a message
 	} {
 		t.Run(name, func(t *testing.T) {
-			raw := antRead(t, filepath.Join(antTestdata, "answer", name+".json"))
+			raw := readFile(t, filepath.Join(antTestdata, "answer", name+".json"))
 			m := antTestMeta
 			a, err := openAIToAnthropic().Answer(raw, &m)
 			var out bytes.Buffer
@@ -187,7 +144,7 @@ func TestOpenAIToAnthropicAnswerGolden(t *testing.T) {
 				}
 				fmt.Fprintf(&out, "usage: %s\ntext: %q\nbody:\n%s", antUsageString(a.Usage), a.Text, a.Body)
 			}
-			antGolden(t, filepath.Join(antTestdata, "answer", name+".golden"), out.Bytes())
+			golden(t, filepath.Join(antTestdata, "answer", name+".golden"), out.Bytes())
 		})
 	}
 }
@@ -264,7 +221,7 @@ func TestAnthropicStreamToChatGolden(t *testing.T) {
 			name += ".include_usage"
 		}
 		t.Run(name, func(t *testing.T) {
-			events := antParseSSE(antRead(t, filepath.Join(antTestdata, "stream", tc.sse+".sse")))
+			events := antParseSSE(readFile(t, filepath.Join(antTestdata, "stream", tc.sse+".sse")))
 			m := antTestMeta
 			m.IncludeUsage = tc.includeUsage
 			s := openAIToAnthropic().Stream(&m)
@@ -295,7 +252,7 @@ func TestAnthropicStreamToChatGolden(t *testing.T) {
 				out.WriteString("<- end\n")
 				antWriteChunks(t, &out, s.End(antBilled, nil))
 			}
-			antGolden(t, filepath.Join(antTestdata, "stream", name+".golden"), out.Bytes())
+			golden(t, filepath.Join(antTestdata, "stream", name+".golden"), out.Bytes())
 		})
 	}
 }

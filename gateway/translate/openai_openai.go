@@ -71,49 +71,31 @@ type oaiAnswerChoice struct {
 
 func (openAIToOpenAI) Answer(raw []byte, m *Meta) (*Answer, error) {
 	a := &Answer{}
-	var w objectWriter
-	w.begin(make([]byte, 0, len(raw)+len(m.Alias)+1))
 	var choices []oaiAnswerChoice
-	sawChoices, sawModel := false, false
-	err := eachMember(raw, func(mb *member) error {
+	body, err := relayObject(make([]byte, 0, len(raw)+len(m.Alias)+1), raw, m.Alias, "malformed response JSON", func(mb *member) (bool, error) {
 		switch mb.name {
-		case "model":
-			w.raw(mb.rawName, quoted(m.Alias))
-			sawModel = true
-			return nil
-		case "error":
-			if mb.value.Kind() != 'n' {
-				return upstreamError(mb.value)
-			}
 		case "choices":
-			sawChoices = true
 			if err := json.Unmarshal(mb.value, &choices, lenient); err != nil {
-				return malformed("malformed choices in the response")
+				return false, malformed("malformed choices in the response")
 			}
 		case "usage":
 			if mb.value.Kind() != 'n' {
 				var u openai.Usage
 				if err := json.Unmarshal(mb.value, &u, lenient); err != nil {
-					return malformed("malformed usage in the response")
+					return false, malformed("malformed usage in the response")
 				}
 				a.Usage = oaiUsage(&u)
 			}
 		}
-		w.raw(mb.rawName, mb.value)
-		return nil
-	}, lenient)
+		return true, nil
+	})
 	if err != nil {
-		return nil, asFailure(err, "malformed response JSON")
+		return nil, err
 	}
-	if !sawChoices || len(choices) == 0 {
+	if len(choices) == 0 {
 		return nil, malformed("response has no choices")
 	}
-	if !sawModel {
-		// A compatible server that leaves model out: the caller is still
-		// told the alias it asked for.
-		w.set("model", quoted(m.Alias))
-	}
-	a.Body = append(w.end(), '\n')
+	a.Body = append(body, '\n')
 	if a.Usage == nil {
 		var text bytes.Buffer
 		for i := range choices {
@@ -169,52 +151,36 @@ func (s *oaiPassStream) Event(_, data []byte, out []Chunk) ([]Chunk, bool, error
 		return out, true, nil
 	}
 	var c Chunk
-	var w objectWriter
-	w.begin(s.buf[:0])
 	s.choices = s.choices[:0]
-	hasChoices, sawModel := false, false
-	err := eachMember(data, func(mb *member) error {
+	hasChoices := false
+	buf, err := relayObject(s.buf[:0], data, s.meta.Alias, "malformed stream chunk JSON", func(mb *member) (bool, error) {
 		switch mb.name {
-		case "model":
-			w.raw(mb.rawName, quoted(s.meta.Alias))
-			sawModel = true
-			return nil
 		case "id":
 			s.id = append(s.id[:0], mb.value...)
 		case "created":
 			s.created = append(s.created[:0], mb.value...)
-		case "error":
-			if mb.value.Kind() != 'n' {
-				return upstreamError(mb.value)
-			}
 		case "choices":
 			clear(s.choices[:cap(s.choices)])
 			if err := json.Unmarshal(mb.value, &s.choices, lenient); err != nil {
-				return malformed("malformed stream chunk JSON")
+				return false, malformed("malformed stream chunk JSON")
 			}
 			hasChoices = len(s.choices) > 0
 		case "usage":
 			if mb.value.Kind() != 'n' {
 				var u openai.Usage
 				if err := json.Unmarshal(mb.value, &u, lenient); err != nil {
-					return malformed("malformed stream chunk JSON")
+					return false, malformed("malformed stream chunk JSON")
 				}
 				c.Usage = oaiUsage(&u)
 			}
-			if !s.meta.IncludeUsage {
-				return nil // the caller did not ask for it
-			}
+			return s.meta.IncludeUsage, nil // relayed only when the caller asked for it
 		}
-		w.raw(mb.rawName, mb.value)
-		return nil
-	}, lenient)
+		return true, nil
+	})
 	if err != nil {
-		return out, false, asFailure(err, "malformed stream chunk JSON")
+		return out, false, err
 	}
-	if !sawModel {
-		w.set("model", quoted(s.meta.Alias)) // as in Answer
-	}
-	s.buf = w.end()
+	s.buf = buf
 	var text []byte
 	for i := range s.choices {
 		d := &s.choices[i].Delta

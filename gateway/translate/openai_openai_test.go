@@ -3,9 +3,7 @@ package translate
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,47 +13,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// The -update flag rewrites the golden files; another test file of this
-// package may register it too, so it is registered only if it is not yet.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files under testdata")
-	}
-}
-
-func oaiUpdate() bool {
-	g, ok := flag.Lookup("update").Value.(flag.Getter)
-	return ok && g.Get() == true
-}
-
 const oaiTestdata = "testdata/openai_openai"
-
-// oaiGolden compares got with the golden file, or rewrites it with -update.
-func oaiGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if oaiUpdate() {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
-
-func oaiRead(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // passLenient reads what the pass-through relays: the provider's bytes as
 // sent, which may repeat a name or hold invalid UTF-8.
@@ -124,7 +82,7 @@ func TestOpenAIPassthroughRequest(t *testing.T) {
 			name += ".stream"
 		}
 		t.Run(name, func(t *testing.T) {
-			in := oaiRead(t, filepath.Join(oaiTestdata, "request", tc.name+".json"))
+			in := readFile(t, filepath.Join(oaiTestdata, "request", tc.name+".json"))
 			in = bytes.TrimSpace(in)
 			segs, err := Chat(ProtocolOpenAI).Request(&ChatRequest{Body: in, Stream: tc.stream}, "gpt-4.1-mini")
 			if err != nil {
@@ -149,7 +107,7 @@ func TestOpenAIPassthroughRequest(t *testing.T) {
 			if c := canonical(t, got); c != want {
 				t.Errorf("sent\n%s\nwant (in meaning)\n%s", c, want)
 			}
-			oaiGolden(t, filepath.Join(oaiTestdata, "request", name+".golden.json"), append(got, '\n'))
+			golden(t, filepath.Join(oaiTestdata, "request", name+".golden.json"), append(got, '\n'))
 		})
 	}
 }
@@ -300,7 +258,7 @@ func TestOpenAIPassthroughAnswer(t *testing.T) {
 		{"trailing", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			raw := oaiRead(t, filepath.Join(oaiTestdata, "answer", tc.name+".json"))
+			raw := readFile(t, filepath.Join(oaiTestdata, "answer", tc.name+".json"))
 			m := oaiMeta
 			a, err := Chat(ProtocolOpenAI).Answer(raw, &m)
 			var out bytes.Buffer
@@ -322,7 +280,7 @@ func TestOpenAIPassthroughAnswer(t *testing.T) {
 				}
 				fmt.Fprintf(&out, "usage: %s\ntext: %q\nbody:\n%s", usageString(a.Usage), a.Text, a.Body)
 			}
-			oaiGolden(t, filepath.Join(oaiTestdata, "answer", tc.name+".golden"), out.Bytes())
+			golden(t, filepath.Join(oaiTestdata, "answer", tc.name+".golden"), out.Bytes())
 		})
 	}
 }
@@ -413,7 +371,7 @@ func TestOpenAIPassthroughStreamGolden(t *testing.T) {
 			var out bytes.Buffer
 			var chunks []Chunk
 			failed := false
-			for _, data := range oaiEvents(oaiRead(t, filepath.Join(oaiTestdata, "stream", tc.sse+".sse"))) {
+			for _, data := range oaiEvents(readFile(t, filepath.Join(oaiTestdata, "stream", tc.sse+".sse"))) {
 				var done bool
 				var err error
 				chunks, done, err = s.Event(nil, data, chunks[:0])
@@ -439,7 +397,7 @@ func TestOpenAIPassthroughStreamGolden(t *testing.T) {
 					oaiWriteChunk(&out, c)
 				}
 			}
-			oaiGolden(t, filepath.Join(oaiTestdata, "stream", name+".golden"), out.Bytes())
+			golden(t, filepath.Join(oaiTestdata, "stream", name+".golden"), out.Bytes())
 		})
 	}
 }
