@@ -55,18 +55,38 @@ func withIncludeUsage(opts jsontext.Value) ([]byte, error) {
 	return w.end(), err
 }
 
-// oaiAnswerChoice is what the gateway reads of an answer's choice: what it
-// says, for its own count when the provider reported no usage.
+// oaiSaid is what the gateway reads of a message or a delta: what it says,
+// for its own count when the provider reports no usage, and (in a delta)
+// whether it says anything at all (the commit point).
+type oaiSaid struct {
+	Content   *string `json:"content"`
+	Refusal   *string `json:"refusal"`
+	ToolCalls []struct {
+		Function struct {
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+// appendText appends what s says to b; said reports whether it says
+// anything (a tool call says something even with empty arguments).
+func (s *oaiSaid) appendText(b []byte) (_ []byte, said bool) {
+	for _, p := range []*string{s.Content, s.Refusal} {
+		if p != nil && *p != "" {
+			said = true
+			b = append(b, *p...)
+		}
+	}
+	for _, tc := range s.ToolCalls {
+		said = true
+		b = append(b, tc.Function.Arguments...)
+	}
+	return b, said
+}
+
+// oaiAnswerChoice is what the gateway reads of an answer's choice.
 type oaiAnswerChoice struct {
-	Message struct {
-		Content   *string `json:"content"`
-		Refusal   *string `json:"refusal"`
-		ToolCalls []struct {
-			Function struct {
-				Arguments string `json:"arguments"`
-			} `json:"function"`
-		} `json:"tool_calls"`
-	} `json:"message"`
+	Message oaiSaid `json:"message"`
 }
 
 func (openAIToOpenAI) Answer(raw []byte, m *Meta) (*Answer, error) {
@@ -97,16 +117,11 @@ func (openAIToOpenAI) Answer(raw []byte, m *Meta) (*Answer, error) {
 	}
 	a.Body = append(body, '\n')
 	if a.Usage == nil {
-		var text bytes.Buffer
+		var text []byte
 		for i := range choices {
-			msg := &choices[i].Message
-			text.WriteString(deref(msg.Content))
-			text.WriteString(deref(msg.Refusal))
-			for _, tc := range msg.ToolCalls {
-				text.WriteString(tc.Function.Arguments)
-			}
+			text, _ = choices[i].Message.appendText(text)
 		}
-		a.Text = text.String()
+		a.Text = string(text)
 	}
 	return a, nil
 }
@@ -127,13 +142,7 @@ type oaiPassStream struct {
 // says anything (the commit point) and what, for its own count.
 type oaiChunkChoice struct {
 	Delta struct {
-		Content   *string `json:"content"`
-		Refusal   *string `json:"refusal"`
-		ToolCalls []struct {
-			Function struct {
-				Arguments string `json:"arguments"`
-			} `json:"function"`
-		} `json:"tool_calls"`
+		oaiSaid      `json:",inline"`
 		FunctionCall *struct {
 			Arguments string `json:"arguments"`
 		} `json:"function_call"`
@@ -184,21 +193,13 @@ func (s *oaiPassStream) Event(_, data []byte, out []Chunk) ([]Chunk, bool, error
 	var text []byte
 	for i := range s.choices {
 		d := &s.choices[i].Delta
-		for _, p := range []*string{d.Content, d.Refusal} {
-			if p != nil && *p != "" {
-				c.Commit = true
-				text = append(text, *p...)
-			}
-		}
-		for _, tc := range d.ToolCalls {
-			c.Commit = true
-			text = append(text, tc.Function.Arguments...)
-		}
+		var said bool
+		text, said = d.appendText(text)
 		if d.FunctionCall != nil {
-			c.Commit = true
+			said = true
 			text = append(text, d.FunctionCall.Arguments...)
 		}
-		if deref(d.ReasoningContent) != "" || deref(d.Reasoning) != "" {
+		if said || deref(d.ReasoningContent) != "" || deref(d.Reasoning) != "" {
 			c.Commit = true
 		}
 	}
