@@ -31,6 +31,10 @@ func parseEmbeddingRequest(body []byte, _ limits, countTokens func(string) int) 
 		return nil, errInvalid("missing_field", "input", "input is required")
 	}
 	p.inputTokens = input.tokens(countTokens)
+	// An embedding has no output: admission reserves none (not
+	// limits.defaultMaxTokens, which a chat request without max_tokens
+	// reserves).
+	p.maxTokens = new(int)
 	return p, nil
 }
 
