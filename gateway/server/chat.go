@@ -41,6 +41,7 @@ type exchange struct {
 	st       *state
 	start    time.Time
 	rec      usage.Record
+	endpoint string // "chat", "embeddings": the message of its log line
 	parse    parseFunc
 	p        *parsedRequest
 	alias    *snapshot.Alias
@@ -53,7 +54,7 @@ type exchange struct {
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
-	s.handleExchange(w, r, parseChatRequest)
+	s.handleExchange(w, r, "chat", parseChatRequest)
 }
 
 // parseFunc reads and validates one endpoint's request body.
@@ -61,8 +62,9 @@ type parseFunc func(body []byte, lim limits, countTokens func(string) int) (*par
 
 // handleExchange serves one request of an endpoint that routes through
 // aliases to providers (chat, embeddings): one exchange, one record.
-func (s *Server) handleExchange(w http.ResponseWriter, r *http.Request, parse parseFunc) {
-	x := &exchange{s: s, w: w, r: r, st: s.state.Load(), start: s.now(), parse: parse}
+// endpoint names it in the request's log line.
+func (s *Server) handleExchange(w http.ResponseWriter, r *http.Request, endpoint string, parse parseFunc) {
+	x := &exchange{s: s, w: w, r: r, st: s.state.Load(), start: s.now(), endpoint: endpoint, parse: parse}
 	x.rec = usage.Record{RequestID: requestID(w), ClientRequestID: clientRequestID(r),
 		Status: usage.StatusInProgress, CreatedAt: x.start}
 	if x.rec.ClientRequestID != "" {
@@ -321,9 +323,10 @@ func (x *exchange) finalize(status string, httpStatus int) {
 	x.logLine(status, httpStatus)
 }
 
-// logLine writes the request's one log line: the fields of its final record.
+// logLine writes the request's one log line, named after its endpoint:
+// the fields of its final record.
 func (x *exchange) logLine(status string, httpStatus int) {
-	x.s.log.LogAttrs(context.Background(), slog.LevelInfo, "chat", slog.String("request_id", x.rec.RequestID),
+	x.s.log.LogAttrs(context.Background(), slog.LevelInfo, x.endpoint, slog.String("request_id", x.rec.RequestID),
 		slog.String("key_id", x.rec.KeyID), slog.String("alias", x.rec.Alias), slog.String("provider", x.rec.Provider),
 		slog.String("status", status), slog.Int("http_status", httpStatus), slog.String("error_type", x.rec.ErrorType),
 		slog.Int("fallbacks", x.rec.Fallbacks), slog.Bool("stream", x.rec.Stream), slog.Int("input_tokens", x.rec.InputTokens),
