@@ -83,7 +83,7 @@ var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 			cleanup = append(cleanup, "gatewaykey/"+id)
 		}
 		objs := []string{"providerendpoint/alpha", "providerendpoint/beta", "modelalias/chat-alpha", "modelalias/chat-beta",
-			"modelalias/chat-restricted", "modelalias/e2e-fallback"}
+			"modelalias/chat-restricted", "modelalias/embed-alpha", "modelalias/e2e-fallback"}
 		for _, kk := range keys {
 			objs = append(objs, "gatewaykey/"+kk.id)
 		}
