@@ -55,6 +55,7 @@ func Main(ctx context.Context, args []string) error {
 	trusted := fs.String("trusted-proxies", "", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (empty: the TCP peer is the client)")
 	fs.IntVar(&cfg.ReadRPM, "read-rpm", 60, "per-key limit of GET /v1/usage and GET /v1/models together, a bucket apart from the key's chat bucket: requests per minute, or the key's own rate if larger")
 	fs.IntVar(&cfg.ReadBurst, "read-burst", 20, "per-key limit of GET /v1/usage and GET /v1/models: burst, or the key's own burst if larger")
+	fs.Int64Var(&cfg.MaxBodyBytesInFlight, "max-body-bytes-in-flight", 0, "request bodies all requests in flight may hold together, in `bytes`; past it 503 gateway_overloaded (0: a quarter of GOMEMLIMIT, or 256 MiB without one)")
 	quotaFlags := addQuotaStoreFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "Usage: llmgw gateway --snapshot FILE [flags]\n       llmgw gateway --kubernetes [--namespace NS] [--configmap NAME] [flags]\n\nRuns the gateway data plane from a snapshot file (standalone mode) or from the\nsnapshot ConfigMap the controller writes (Kubernetes mode); both reload without a restart.\n\nFlags:")
@@ -68,8 +69,8 @@ func Main(ctx context.Context, args []string) error {
 	if cfg.TrustedProxies, err = parseCIDRs(*trusted); err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
 	}
-	if cfg.ClientIPRPM < 0 || cfg.ClientIPBurst < 0 || cfg.ReadRPM < 0 || cfg.ReadBurst < 0 {
-		return errors.New("--ip-rpm, --ip-burst, --read-rpm and --read-burst must be ≥ 0")
+	if cfg.ClientIPRPM < 0 || cfg.ClientIPBurst < 0 || cfg.ReadRPM < 0 || cfg.ReadBurst < 0 || cfg.MaxBodyBytesInFlight < 0 {
+		return errors.New("--ip-rpm, --ip-burst, --read-rpm, --read-burst and --max-body-bytes-in-flight must be ≥ 0")
 	}
 	log, err := NewLogger(*level)
 	if err != nil {

@@ -48,6 +48,7 @@ type Config struct {
 	ClientIPRPM, ClientIPBurst int
 	TrustedProxies             []netip.Prefix
 	ReadRPM, ReadBurst         int
+	MaxBodyBytesInFlight       int64
 	// LedgerFailOpen serves chat requests while the ledger cannot commit
 	// (default: refuse them with 503 and report not ready).
 	LedgerFailOpen bool
@@ -149,7 +150,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		Credentials: cfg.Source.Credentials(), Peers: cfg.Peers,
 		ClientIPRPM: cfg.ClientIPRPM, ClientIPBurst: cfg.ClientIPBurst, TrustedProxies: cfg.TrustedProxies,
 		ReadRPM: cfg.ReadRPM, ReadBurst: cfg.ReadBurst, LedgerFailOpen: cfg.LedgerFailOpen,
-		Quota: g.quotaStore()})
+		MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight,
+		Quota:                g.quotaStore()})
 	if err != nil {
 		return nil, err
 	}

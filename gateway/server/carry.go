@@ -92,6 +92,7 @@ func errUnknownProtocol(rt snapshot.Route, protocol string) *apiError {
 // again (the commit point, or the answer): a long prompt would otherwise
 // stay for a stream's whole life.
 func (x *exchange) releaseBodies() {
+	x.releaseBody()
 	x.p.body = nil
 	for i := range x.cands {
 		x.cands[i].body = nil

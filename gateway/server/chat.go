@@ -42,6 +42,7 @@ type exchange struct {
 	start    time.Time
 	rec      usage.Record
 	endpoint string // "chat", "embeddings": the message of its log line
+	bodyHeld int64  // bytes of the body budget the request holds (bodybudget.go)
 	parse    parseFunc
 	p        *parsedRequest
 	alias    *snapshot.Alias
@@ -73,6 +74,7 @@ func (s *Server) handleExchange(w http.ResponseWriter, r *http.Request, endpoint
 	n := s.inflight.Add(1)
 	s.metrics.inflight.Inc()
 	defer func() {
+		x.releaseBody()
 		s.inflight.Add(-1)
 		s.metrics.inflight.Dec()
 		if !x.done { // a path that did not finalize (a panic): still one final record
@@ -149,6 +151,10 @@ func (x *exchange) admitChat(inflight int64) bool {
 		return false
 	}
 	if aerr := x.checkRate(key); aerr != nil {
+		x.reject(aerr)
+		return false
+	}
+	if aerr := x.reserveBody(lim.MaxBodyBytes); aerr != nil {
 		x.reject(aerr)
 		return false
 	}

@@ -45,6 +45,10 @@ type Options struct {
 	// Quota keeps the keys' request, token and budget counters (nil: a
 	// quota.Memory of this process).
 	Quota quota.Store
+	// MaxBodyBytesInFlight bounds the request bodies all requests in flight
+	// hold together (503 gateway_overloaded past it); 0: a quarter of the
+	// Go memory limit (GOMEMLIMIT), or 256 MiB without one.
+	MaxBodyBytesInFlight int64
 	// LedgerFailOpen serves chat requests while the ledger cannot commit,
 	// instead of refusing them with 503 usage_store_unavailable; the records
 	// they lose are counted (usage.Stats.Unrecorded).
@@ -65,6 +69,7 @@ type Server struct {
 	health   providerHealth
 	breakers breakerSet
 	inflight atomic.Int64
+	bodies   *bodyBudget // what in-flight request bodies may hold (bodybudget.go)
 
 	// readLimiter is the per-key bucket of /v1/usage and /v1/models, apart
 	// from the chat bucket (quota); abuse holds the flag-set limits.
@@ -105,6 +110,11 @@ func New(opts Options) (*Server, error) {
 	s.setAbuseLimits(opts)
 	s.breakers.init(s.log, s.metrics, s.now)
 	s.gate.failOpen.Store(opts.LedgerFailOpen)
+	budget := opts.MaxBodyBytesInFlight
+	if budget <= 0 {
+		budget = defaultBodyBudget()
+	}
+	s.bodies = newBodyBudget(budget)
 	return s, nil
 }
 
