@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -68,7 +69,11 @@ func readBodyFields(body []byte, fields []readMember) *apiError {
 	if looksCompressed(body) {
 		return errCompressed()
 	}
-	dec := jsontext.NewDecoder(bytes.NewBuffer(body))
+	p := decoders.Get().(*pooledDecoder)
+	defer p.put()
+	p.buf = *bytes.NewBuffer(body)
+	p.dec.Reset(&p.buf) // reads body in place: no copy of it
+	dec := &p.dec
 	if dec.PeekKind() != '{' {
 		if _, err := dec.ReadValue(); err != nil {
 			return decodeError(err, body)
@@ -112,6 +117,21 @@ func readBodyFields(body []byte, fields []readMember) *apiError {
 		return errInvalid("invalid_json", "", "request body is not valid JSON")
 	}
 	return nil
+}
+
+// decoders recycles the decoders readBodyFields reads bodies with: a
+// jsontext.Decoder holds several KiB of state.
+var decoders = sync.Pool{New: func() any { return new(pooledDecoder) }}
+
+type pooledDecoder struct {
+	buf bytes.Buffer
+	dec jsontext.Decoder
+}
+
+func (p *pooledDecoder) put() {
+	p.dec.Reset(bytes.NewReader(nil))
+	p.buf = bytes.Buffer{}
+	decoders.Put(p)
 }
 
 // chatFields are the members of a chat request the gateway reads.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -38,7 +39,8 @@ var lenient = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.Allo
 // guard against use after the next read), which would corrupt the name
 // held while the value is read.
 func eachMember(obj []byte, fn func(m *member) error, opts ...jsontext.Options) error {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(obj), opts...)
+	dec := getDecoder(obj, opts...)
+	defer dec.put()
 	if dec.PeekKind() != '{' {
 		return errNotObject
 	}
@@ -146,4 +148,32 @@ func relayObject(dst, raw []byte, alias, what string, read func(mb *member) (kee
 		w.set("model", quoted(alias))
 	}
 	return w.end(), nil
+}
+
+// decoders recycles the decoders eachMember and memberSpans read with: a
+// jsontext.Decoder holds several KiB of state, allocated anew for every
+// chunk of every stream otherwise.
+var decoders = sync.Pool{New: func() any { return new(pooledDecoder) }}
+
+type pooledDecoder struct {
+	buf bytes.Buffer
+	jsontext.Decoder
+}
+
+// getDecoder is a decoder of b; give it back with put. It reads b in
+// place: fed a *bytes.Buffer, jsontext parses the buffer's bytes without
+// copying them, and the raw values it returns are slices of b (with any
+// other reader it reuses a buffer of its own, and a value it returned is
+// overwritten by the next read).
+func getDecoder(b []byte, opts ...jsontext.Options) *pooledDecoder {
+	p := decoders.Get().(*pooledDecoder)
+	p.buf = *bytes.NewBuffer(b)
+	p.Reset(&p.buf, opts...)
+	return p
+}
+
+func (p *pooledDecoder) put() {
+	p.Reset(bytes.NewReader(nil))
+	p.buf = bytes.Buffer{}
+	decoders.Put(p)
 }

@@ -44,7 +44,8 @@ type span struct {
 // valid JSON object: the caller's, already validated) and the offset of
 // the object's closing brace.
 func memberSpans(obj []byte, names ...string) (found map[string]span, closing int, err error) {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(obj))
+	dec := getDecoder(obj)
+	defer dec.put()
 	if dec.PeekKind() != '{' {
 		return nil, 0, errNotObject
 	}
