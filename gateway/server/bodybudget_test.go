@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/gateway/server"
-	"github.com/llmgw/llmgw/gateway/usage"
 )
 
 // Request bodies held in flight are bounded (--max-body-bytes-in-flight):
@@ -26,25 +25,11 @@ func TestBodiesInFlightAreBounded(t *testing.T) {
 		_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`)
 	}))
 	t.Cleanup(up.Close)
-	plain, snap := oneKeySnapshot(t)
-	snap.Providers[0].BaseURL = up.URL
-	l, err := usage.Open(t.Context(), t.TempDir()+"/u.db", usage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
 	body := `{"model":"chat","messages":[{"role":"user","content":"` + strings.Repeat("x", 10_000) + `"}]}`
-	srv, err := server.New(server.Options{Ledger: l, MaxBodyBytesInFlight: int64(len(body)) + 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Apply(t.Context(), snap); err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(srv.Handler())
-	t.Cleanup(gw.Close)
+	st := startDirect(t, up.URL, server.Options{MaxBodyBytesInFlight: int64(len(body)) + 100})
+	plain, l, gwURL := st.key, st.ledger, st.url
 	post := func() *http.Response {
-		req, _ := http.NewRequest(http.MethodPost, gw.URL+"/v1/chat/completions", strings.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, gwURL+"/v1/chat/completions", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+plain)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

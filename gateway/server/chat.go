@@ -194,16 +194,14 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *apiEr
 	if e := checkContentEncoding(r.Header); e != nil {
 		return nil, e
 	}
-	tooLarge := &apiError{status: http.StatusRequestEntityTooLarge, typ: typeInvalidRequest, code: "body_too_large",
-		message: "request body exceeds the gateway's limit of " + byteSize(max) + " (limits.maxBodyBytes)"}
 	if r.ContentLength > max {
-		return nil, tooLarge
+		return nil, errBodyTooLarge(max)
 	}
 	body, err := readAll(http.MaxBytesReader(w, r.Body, max), r.ContentLength)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, tooLarge
+			return nil, errBodyTooLarge(max)
 		}
 		return nil, errInvalid("invalid_body", "", "could not read the request body")
 	}
@@ -213,6 +211,12 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *apiEr
 	// request (TestReadBodyClosesTheBody).
 	r.Body.Close()
 	return body, nil
+}
+
+// errBodyTooLarge is the 413 of a body over max, naming the limit.
+func errBodyTooLarge(max int64) *apiError {
+	return &apiError{status: http.StatusRequestEntityTooLarge, typ: typeInvalidRequest, code: "body_too_large",
+		message: "request body exceeds the gateway's limit of " + byteSize(max) + " (limits.maxBodyBytes)"}
 }
 
 // byteSize writes n bytes as a person would: MiB or KiB when it is a whole

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +110,37 @@ func oneKeySnapshot(t *testing.T) (plain string, snap *snapshot.Snapshot) {
 		Aliases:   []snapshot.Alias{{Name: "chat", Primary: snapshot.Route{Provider: "alpha", Model: "m"}}},
 		Keys:      []snapshot.Key{{ID: "key-a", Prefix: prefix, Hash: hash, Models: []string{"*"}}},
 	}
+}
+
+// directStack is a gateway in this process (no local stack) with
+// oneKeySnapshot's key and alias "chat" on the provider at upstreamURL.
+type directStack struct {
+	key    string
+	ledger *usage.Ledger
+	url    string // the gateway's base URL
+}
+
+// startDirect starts a directStack with opts (its Ledger is filled in).
+func startDirect(t *testing.T, upstreamURL string, opts server.Options) *directStack {
+	t.Helper()
+	plain, snap := oneKeySnapshot(t)
+	snap.Providers[0].BaseURL = upstreamURL
+	l, err := usage.Open(t.Context(), t.TempDir()+"/u.db", usage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	opts.Ledger = l
+	srv, err := server.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Apply(t.Context(), snap); err != nil {
+		t.Fatal(err)
+	}
+	gw := httptest.NewServer(srv.Handler())
+	t.Cleanup(gw.Close)
+	return &directStack{key: plain, ledger: l, url: gw.URL}
 }
 
 // chatBody builds a request; directive (if any) becomes the @mock line.

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/gateway/server"
-	"github.com/llmgw/llmgw/gateway/usage"
 )
 
 // unknownToGateway is a chat request full of members the gateway does not
@@ -60,25 +59,11 @@ func TestPassThroughUnchanged(t *testing.T) {
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	}))
 	t.Cleanup(up.Close)
-	plain, snap := oneKeySnapshot(t)
-	snap.Providers[0].BaseURL = up.URL
-	l, err := usage.Open(t.Context(), t.TempDir()+"/u.db", usage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	srv, err := server.New(server.Options{Ledger: l})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Apply(t.Context(), snap); err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(srv.Handler())
-	t.Cleanup(gw.Close)
+	st := startDirect(t, up.URL, server.Options{})
+	plain, l, gwURL := st.key, st.ledger, st.url
 	post := func(body string) (*http.Response, []byte) {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, gw.URL+"/v1/chat/completions", strings.NewReader(body))
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, gwURL+"/v1/chat/completions", strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+plain)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

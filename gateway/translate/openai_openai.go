@@ -222,25 +222,17 @@ func (s *oaiPassStream) End(u Usage, out []Chunk) []Chunk {
 	}
 	c := openai.ChatCompletionChunk{ID: s.meta.ID, Object: openai.ObjectChunk, Created: s.meta.Created, Model: s.meta.Alias,
 		Choices: []openai.ChunkChoice{}, Usage: openai.ChunkUsage{Usage: UsageJSON(u)}}
-	b := appendJSON(nil, &c)
-	if s.id != nil || s.created != nil {
-		// The provider's id and created, as its other chunks had them.
-		var w objectWriter
-		w.begin(nil)
-		_ = eachMember(b, func(mb *member) error {
-			switch {
-			case mb.name == "id" && s.id != nil:
-				w.raw(mb.rawName, s.id)
-			case mb.name == "created" && s.created != nil:
-				w.raw(mb.rawName, s.created)
-			default:
-				w.raw(mb.rawName, mb.value)
-			}
-			return nil
-		})
-		b = w.end()
+	// The provider's id and created, as its other chunks had them (a
+	// member of another type than the protocol's keeps the gateway's).
+	var id string
+	if json.Unmarshal(s.id, &id, lenient) == nil {
+		c.ID = id
 	}
-	return append(out, Chunk{Data: b})
+	var created int64
+	if json.Unmarshal(s.created, &created, lenient) == nil {
+		c.Created = created
+	}
+	return append(out, Chunk{Data: appendJSON(nil, &c)})
 }
 
 // oaiUsage reads the protocol's counts; the details objects are optional.
