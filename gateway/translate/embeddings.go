@@ -11,11 +11,11 @@ import (
 type openAIEmbeddings struct{}
 
 func (openAIEmbeddings) Request(req *EmbeddingRequest, model string) ([][]byte, error) {
-	found, closing, err := memberSpans(req.Body, "model")
+	o, err := memberSpans(req.Body, "model")
 	if err != nil {
 		return nil, err
 	}
-	return splice(req.Body, setMembers(req.Body, found, closing, memberValue{"model", quoted(model)})), nil
+	return splice(req.Body, setMembers(o, memberValue{"model", quoted(model)})), nil
 }
 
 func (openAIEmbeddings) Answer(raw []byte, m *Meta) (*Answer, error) {

@@ -18,21 +18,21 @@ import (
 type openAIToOpenAI struct{}
 
 func (openAIToOpenAI) Request(req *ChatRequest, model string) ([][]byte, error) {
-	found, closing, err := memberSpans(req.Body, "model", "stream_options")
+	o, err := memberSpans(req.Body, "model", "stream_options")
 	if err != nil {
 		return nil, err // the server validated the body: a defect, not a caller's error
 	}
 	set := []memberValue{{"model", quoted(model)}}
 	if req.Stream {
 		opts := includeUsage
-		if sp, ok := found["stream_options"]; ok {
+		if sp, ok := o.found["stream_options"]; ok {
 			if opts, err = withIncludeUsage(sp.value); err != nil {
 				return nil, err
 			}
 		}
 		set = append(set, memberValue{"stream_options", opts})
 	}
-	return splice(req.Body, setMembers(req.Body, found, closing, set...)), nil
+	return splice(req.Body, setMembers(o, set...)), nil
 }
 
 var includeUsage = []byte(`{"include_usage":true}`)

@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"bytes"
 	"slices"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -40,43 +39,51 @@ type span struct {
 	value      jsontext.Value // obj[start:end]
 }
 
+// objectSpans is what memberSpans found of an object.
+type objectSpans struct {
+	found   map[string]span // the named members it has
+	closing int             // the offset of its closing brace
+	members int             // how many members it has, named or not
+}
+
 // memberSpans finds the values of the named top-level members of obj (a
-// valid JSON object: the caller's, already validated) and the offset of
-// the object's closing brace.
-func memberSpans(obj []byte, names ...string) (found map[string]span, closing int, err error) {
+// valid JSON object: the caller's, already validated), the offset of its
+// closing brace and how many members it has.
+func memberSpans(obj []byte, names ...string) (*objectSpans, error) {
 	dec := getDecoder(obj)
 	defer dec.put()
 	if dec.PeekKind() != '{' {
-		return nil, 0, errNotObject
+		return nil, errNotObject
 	}
 	if _, err := dec.ReadToken(); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	found = map[string]span{}
+	o := &objectSpans{found: map[string]span{}}
 	for dec.PeekKind() == '"' {
+		o.members++
 		name, err := dec.ReadValue()
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		n := unquote(name)
 		if !slices.Contains(names, n) {
 			if err := dec.SkipValue(); err != nil {
-				return nil, 0, err
+				return nil, err
 			}
 			continue
 		}
 		v, err := dec.ReadValue()
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		end := int(dec.InputOffset())
-		found[n] = span{start: end - len(v), end: end, value: obj[end-len(v) : end]}
+		o.found[n] = span{start: end - len(v), end: end, value: obj[end-len(v) : end]}
 	}
 	if _, err := dec.ReadToken(); err != nil { // '}'
-		return nil, 0, err
+		return nil, err
 	}
-	closing = int(dec.InputOffset()) - 1
-	return found, closing, nil
+	o.closing = int(dec.InputOffset()) - 1
+	return o, nil
 }
 
 // memberValue is a top-level member to set: its name and JSON value.
@@ -89,16 +96,15 @@ type memberValue struct {
 // has gets its value replaced where it is; the members it lacks are added,
 // in order, in one insertion before the closing brace, so that a comma
 // separates each from the one before even in an object that had none.
-func setMembers(obj []byte, found map[string]span, closing int, set ...memberValue) []edit {
+func setMembers(o *objectSpans, set ...memberValue) []edit {
 	edits := make([]edit, 0, len(set))
 	var added []byte
-	empty := len(bytes.TrimSpace(obj[1:closing])) == 0
 	for _, m := range set {
-		if sp, ok := found[m.name]; ok {
+		if sp, ok := o.found[m.name]; ok {
 			edits = append(edits, edit{start: sp.start, end: sp.end, with: m.value})
 			continue
 		}
-		if !empty || len(added) > 0 {
+		if o.members > 0 || len(added) > 0 {
 			added = append(added, ',')
 		}
 		added, _ = jsontext.AppendQuote(added, m.name)
@@ -106,7 +112,7 @@ func setMembers(obj []byte, found map[string]span, closing int, set ...memberVal
 		added = append(added, m.value...)
 	}
 	if len(added) > 0 {
-		edits = append(edits, edit{start: closing, end: closing, with: added})
+		edits = append(edits, edit{start: o.closing, end: o.closing, with: added})
 	}
 	return edits
 }

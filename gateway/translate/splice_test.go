@@ -61,10 +61,11 @@ func TestMemberSpans(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := []byte(tc.obj)
-			found, closing, err := memberSpans(obj, tc.names...)
+			o, err := memberSpans(obj, tc.names...)
 			if err != nil {
 				t.Fatal(err)
 			}
+			found, closing := o.found, o.closing
 			if obj[closing] != '}' || strings.TrimSpace(tc.obj[closing+1:]) != "" {
 				t.Errorf("closing brace at %d of %s", closing, obj)
 			}
@@ -90,7 +91,7 @@ func TestMemberSpans(t *testing.T) {
 
 func TestMemberSpansRejects(t *testing.T) {
 	for _, in := range []string{``, `[]`, `"x"`, `{"a":1`, `{"a":}`, `{"a":1,"a":2}`, "{\"a\":\"\xff\"}"} {
-		if _, _, err := memberSpans([]byte(in), "a"); err == nil {
+		if _, err := memberSpans([]byte(in), "a"); err == nil {
 			t.Errorf("memberSpans(%q) accepted", in)
 		}
 	}
@@ -106,13 +107,14 @@ func TestSetMembers(t *testing.T) {
 		{`{"s":0,"model":"a"}`, `{"s":2,"model":"v"}`},
 		{`{}`, `{"model":"v","s":2}`},
 		{"{\n}", "{\n\"model\":\"v\",\"s\":2}"},
+		{" {} ", ` {"model":"v","s":2} `}, // space before the object (FuzzOpenAIPassthroughRequest)
 	} {
 		obj := []byte(tc.obj)
-		found, closing, err := memberSpans(obj, "model", "s")
+		o, err := memberSpans(obj, "model", "s")
 		if err != nil {
 			t.Fatal(err)
 		}
-		edits := setMembers(obj, found, closing, memberValue{"model", []byte(`"v"`)}, memberValue{"s", []byte(`2`)})
+		edits := setMembers(o, memberValue{"model", []byte(`"v"`)}, memberValue{"s", []byte(`2`)})
 		got := bytes.Join(splice(obj, edits), nil)
 		if string(got) != tc.want {
 			t.Errorf("%s → %s, want %s", tc.obj, got, tc.want)
