@@ -294,7 +294,7 @@ func isFalse(reason, format string, args ...any) Condition {
 
 func compileProvider(in Inputs, pe *v1alpha1.ProviderEndpoint) (snapshot.Provider, ProviderResult) {
 	s := pe.Spec
-	p := snapshot.Provider{Name: pe.Name, Protocol: s.Protocol}
+	p := snapshot.Provider{Name: pe.Name, Protocol: s.Protocol, ResponsesAPI: s.ResponsesAPI}
 	switch {
 	case s.URL != "":
 		p.BaseURL = s.URL

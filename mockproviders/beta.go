@@ -89,7 +89,9 @@ func (betaProto) jsonBody(x *exchange) []byte {
 	return append(marshal(out), '\n')
 }
 
-func betaEvent(name string, v any) []byte {
+// namedEvent is one server-sent event with a name (beta and Responses
+// streams name their events; alpha's chat stream does not).
+func namedEvent(name string, v any) []byte {
 	b := marshal(v)
 	out := make([]byte, 0, len(name)+len(b)+16)
 	out = append(out, "event: "...)
@@ -116,14 +118,14 @@ func (betaProto) streamHead(x *exchange) [][]byte {
 		// output count comes in message_delta.
 		start.Message.Usage = betaUsageOf(x, 1)
 	}
-	head := [][]byte{betaEvent(anthropic.EventMessageStart, start)}
+	head := [][]byte{namedEvent(anthropic.EventMessageStart, start)}
 	if x.ans.call != nil {
 		return head
 	}
 	return append(head,
-		betaEvent(anthropic.EventContentBlockStart, anthropic.ContentBlockStart{Type: anthropic.EventContentBlockStart,
+		namedEvent(anthropic.EventContentBlockStart, anthropic.ContentBlockStart{Type: anthropic.EventContentBlockStart,
 			ContentBlock: anthropic.TextBlock("")}),
-		betaEvent(anthropic.EventPing, anthropic.TypeOnly{Type: anthropic.EventPing}))
+		namedEvent(anthropic.EventPing, anthropic.TypeOnly{Type: anthropic.EventPing}))
 }
 
 // streamPiece is a text_delta, or for a tool call: first content_block_start
@@ -132,15 +134,15 @@ func (betaProto) streamHead(x *exchange) [][]byte {
 func (betaProto) streamPiece(x *exchange, i int) []byte {
 	piece := x.ans.pieces[i]
 	if x.ans.call == nil {
-		return betaEvent(anthropic.EventContentBlockDelta, anthropic.ContentBlockDelta{Type: anthropic.EventContentBlockDelta,
+		return namedEvent(anthropic.EventContentBlockDelta, anthropic.ContentBlockDelta{Type: anthropic.EventContentBlockDelta,
 			Delta: anthropic.Delta{Type: anthropic.DeltaText, Text: piece}})
 	}
 	if i == 0 {
-		return append(betaEvent(anthropic.EventContentBlockStart, anthropic.ContentBlockStart{Type: anthropic.EventContentBlockStart,
+		return append(namedEvent(anthropic.EventContentBlockStart, anthropic.ContentBlockStart{Type: anthropic.EventContentBlockStart,
 			ContentBlock: betaToolUse(x, jsontext.Value("{}"))}),
-			betaEvent(anthropic.EventPing, anthropic.TypeOnly{Type: anthropic.EventPing})...)
+			namedEvent(anthropic.EventPing, anthropic.TypeOnly{Type: anthropic.EventPing})...)
 	}
-	return betaEvent(anthropic.EventContentBlockDelta, anthropic.ContentBlockDelta{Type: anthropic.EventContentBlockDelta,
+	return namedEvent(anthropic.EventContentBlockDelta, anthropic.ContentBlockDelta{Type: anthropic.EventContentBlockDelta,
 		Delta: anthropic.Delta{Type: anthropic.DeltaInputJSON, PartialJSON: piece}})
 }
 
@@ -152,12 +154,12 @@ func (betaProto) streamTail(x *exchange) ([][]byte, bool) {
 		md.Usage = &anthropic.Usage{OutputTokens: &output}
 	}
 	return [][]byte{
-		betaEvent(anthropic.EventContentBlockStop, anthropic.ContentBlockStop{Type: anthropic.EventContentBlockStop}),
-		betaEvent(anthropic.EventMessageDelta, md),
-		betaEvent(anthropic.EventMessageStop, anthropic.TypeOnly{Type: anthropic.EventMessageStop}),
+		namedEvent(anthropic.EventContentBlockStop, anthropic.ContentBlockStop{Type: anthropic.EventContentBlockStop}),
+		namedEvent(anthropic.EventMessageDelta, md),
+		namedEvent(anthropic.EventMessageStop, anthropic.TypeOnly{Type: anthropic.EventMessageStop}),
 	}, !x.noUsage
 }
 
 func (betaProto) streamError(x *exchange) []byte {
-	return betaEvent(anthropic.EventError, betaError("overloaded_error", "mock fault: error_after requested by an @mock directive"))
+	return namedEvent(anthropic.EventError, betaError("overloaded_error", "mock fault: error_after requested by an @mock directive"))
 }

@@ -36,7 +36,11 @@ const minThinkingBudget = 1024
 // (context_management, service_tier, top_k, mcp_servers, container,
 // output_config.effort, cache_control anywhere...) and unknown members are
 // ignored.
-func (betaProto) parse(body []byte) (*chatRequest, *apiError) {
+func (betaProto) parse(body []byte) (*chatRequest, *apiError) { return parseBeta(body, true) }
+
+// parseBeta is parse; count_tokens requests (withMaxTokens false) have no
+// max_tokens.
+func parseBeta(body []byte, withMaxTokens bool) (*chatRequest, *apiError) {
 	var in anthropic.MessagesRequest
 	if err := decodeStrict(body, &in); err != nil {
 		return nil, badRequest("", "invalid JSON body: %v", err)
@@ -44,32 +48,51 @@ func (betaProto) parse(body []byte) (*chatRequest, *apiError) {
 	if e := checkModel(in.Model); e != nil {
 		return nil, e
 	}
-	if in.MaxTokens == nil {
+	maxTokens := 0
+	switch {
+	case !withMaxTokens:
+	case in.MaxTokens == nil:
 		return nil, badRequest("max_tokens", "max_tokens: field required")
-	}
-	if *in.MaxTokens < 1 {
+	case *in.MaxTokens < 1:
 		return nil, badRequest("max_tokens", "max_tokens: must be at least 1")
+	default:
+		maxTokens = *in.MaxTokens
 	}
 	if len(in.Messages) == 0 {
 		return nil, badRequest("messages", "messages: at least one message is required")
 	}
-	system, e := betaSystem(in.System)
+	system, e := betaSystem(in.System, "system")
 	if e != nil {
 		return nil, e
 	}
-	req := &chatRequest{model: in.Model, system: system, stream: in.Stream, maxTokens: *in.MaxTokens, stops: in.StopSequences}
+	req := &chatRequest{model: in.Model, system: system, stream: in.Stream && withMaxTokens, maxTokens: maxTokens, stops: in.StopSequences}
 	if in.Metadata != nil {
 		req.user = in.Metadata.UserID
 	}
 	for i, m := range in.Messages {
+		if m.Role == "system" {
+			// Claude Code 2.1 sends per-turn system text as a message of
+			// role system among the turns (beta per-turn-control); the API
+			// takes it as system text, so it is neither a turn nor where
+			// directives are read.
+			more, e := betaSystem(m.Content, fmt.Sprintf("messages.%d.content", i))
+			if e != nil {
+				return nil, e
+			}
+			req.system = append(req.system, more...)
+			continue
+		}
 		if m.Role != "user" && m.Role != "assistant" {
-			return nil, badRequest("", "messages.%d.role: %q is not user or assistant (the system prompt is the top-level system field)", i, m.Role)
+			return nil, badRequest("", "messages.%d.role: %q is not one of user, assistant, system", i, m.Role)
 		}
 		msg := message{role: m.Role}
 		if e := betaContent(&msg, m.Content, fmt.Sprintf("messages.%d.content", i), m.Role); e != nil {
 			return nil, e
 		}
 		req.messages = append(req.messages, msg)
+	}
+	if len(req.messages) == 0 {
+		return nil, badRequest("messages", "messages: at least one user or assistant message is required")
 	}
 	if e := betaToolPairs(req.messages); e != nil {
 		return nil, e
@@ -89,10 +112,11 @@ func (betaProto) parse(body []byte) (*chatRequest, *apiError) {
 	return req, nil
 }
 
-// betaSystem reads the system prompt: a string or text blocks (with
+// betaSystem reads system text (the system member, or the content of a
+// system message, named param): a string or text blocks (with
 // cache_control or citations, ignored).
-func betaSystem(raw jsontext.Value) ([]string, *apiError) {
-	text, blocks, e := contentParts[anthropic.ContentBlock](raw, "system")
+func betaSystem(raw jsontext.Value, param string) ([]string, *apiError) {
+	text, blocks, e := contentParts[anthropic.ContentBlock](raw, param)
 	if e != nil {
 		return nil, e
 	}
@@ -102,7 +126,7 @@ func betaSystem(raw jsontext.Value) ([]string, *apiError) {
 	var out []string
 	for i, b := range blocks {
 		if b.Type != anthropic.BlockText || b.Text == nil {
-			return nil, badRequest("", "system.%d: the system prompt takes text blocks only (got type %q)", i, b.Type)
+			return nil, badRequest("", "%s.%d: system text takes text blocks only (got type %q)", param, i, b.Type)
 		}
 		out = append(out, *b.Text)
 	}

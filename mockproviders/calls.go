@@ -2,6 +2,7 @@ package mockproviders
 
 import (
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -21,6 +22,25 @@ type Calls struct {
 	// request's user (alpha's user, beta's metadata.user_id; "" when unset).
 	Tokens       Tokens            `json:"tokens"`
 	TokensByUser map[string]Tokens `json:"tokens_by_user"`
+	// ToolResults are the tool results that chat calls carried in their
+	// last turn — the results an agent sent back after running a tool —
+	// oldest first, the last maxToolResults of them. Left out when there
+	// are none.
+	ToolResults []ToolResult `json:"tool_results,omitzero"`
+}
+
+// ToolResult is one tool result a chat call carried in its last turn, as
+// the mock received it: an agent test checks here that the output of the
+// command it ran reached the provider. It is the one place /mock/calls
+// holds caller text (keep such tests' tool output free of secrets).
+type ToolResult struct {
+	Path   string `json:"path"`    // the endpoint called, e.g. /v1/messages
+	CallID string `json:"call_id"` // the tool call it answers (beta tool_use_id, alpha tool_call_id / call_id)
+	// Content is the result's text parts joined by "\n" (directive lines
+	// included), cut to maxToolResultBytes; images and documents are not
+	// in it.
+	Content string `json:"content"`
+	IsError bool   `json:"is_error,omitzero"`
 }
 
 // maxPaths caps by_path (maxUsers tokens_by_user, maxFaultLabels by_fault)
@@ -30,6 +50,9 @@ const (
 	maxPaths       = 64
 	maxUsers       = 64
 	maxFaultLabels = 256
+	// maxToolResults and maxToolResultBytes bound tool_results.
+	maxToolResults     = 32
+	maxToolResultBytes = 4096
 )
 
 type callCounter struct {
@@ -75,6 +98,22 @@ func (cc *callCounter) faults(labels []string) {
 	}
 }
 
+// toolResults records the tool results of a call to path.
+func (cc *callCounter) toolResults(path string, results []ToolResult) {
+	if len(results) == 0 {
+		return
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	for _, r := range results {
+		r.Path = path
+		cc.c.ToolResults = append(cc.c.ToolResults, r)
+	}
+	if n := len(cc.c.ToolResults); n > maxToolResults {
+		cc.c.ToolResults = slices.Clone(cc.c.ToolResults[n-maxToolResults:])
+	}
+}
+
 func (cc *callCounter) status(code int) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
@@ -102,5 +141,5 @@ func (cc *callCounter) snapshot() Calls {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	return Calls{Total: cc.c.Total, ByPath: maps.Clone(cc.c.ByPath), ByFault: maps.Clone(cc.c.ByFault), ByStatus: maps.Clone(cc.c.ByStatus),
-		Done: cc.c.Done, Tokens: cc.c.Tokens, TokensByUser: maps.Clone(cc.c.TokensByUser)}
+		Done: cc.c.Done, Tokens: cc.c.Tokens, TokensByUser: maps.Clone(cc.c.TokensByUser), ToolResults: slices.Clone(cc.c.ToolResults)}
 }

@@ -29,7 +29,7 @@ func Main(ctx context.Context, args []string) error {
 func run(ctx context.Context, args []string, stderr io.Writer, getenv func(string) string, ready func(addr string)) error {
 	fs := flag.NewFlagSet("llmgw mockprovider", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	flavor := fs.String("flavor", "", "wire protocol: alpha (OpenAI chat-completions, POST /v1/chat/completions) or beta (Anthropic-Messages style, POST /v1/messages); required")
+	flavor := fs.String("flavor", "", "wire protocol: alpha (OpenAI: POST /v1/chat/completions, /v1/responses, /v1/embeddings) or beta (Anthropic-Messages style: POST /v1/messages, /v1/messages/count_tokens); required")
 	addr := fs.String("addr", "", "listen address host:port (default 127.0.0.1:9001 for alpha, 127.0.0.1:9002 for beta)")
 	keyFile := fs.String("require-key-file", "", "file whose trimmed content is the API key clients must send (alpha: Authorization: Bearer <key>, beta: x-api-key: <key>); default $"+KeyFileEnv+"; unset means no auth")
 	chunks := fs.Int("default-chunks", DefaultChunks, fmt.Sprintf("content pieces per answer when the request has no chunks= directive (1..%d)", MaxChunks))

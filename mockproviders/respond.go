@@ -79,7 +79,7 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if rc.Flush() != nil || !sleep(r, ms(x.fault.FirstByteDelayMS)) {
 		return
 	}
-	for _, ev := range h.proto.streamHead(x) {
+	for _, ev := range x.proto.streamHead(x) {
 		if !send(w, rc, ev) {
 			return
 		}
@@ -93,7 +93,7 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, x *exchange) {
 		if i > 0 && !sleep(r, delay) {
 			return
 		}
-		if !send(w, rc, h.proto.streamPiece(x, i)) {
+		if !send(w, rc, x.proto.streamPiece(x, i)) {
 			return
 		}
 		x.sentPiece(i)
@@ -102,13 +102,13 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, x *exchange) {
 	case cutDrop:
 		abort()
 	case cutError:
-		send(w, rc, h.proto.streamError(x))
+		send(w, rc, x.proto.streamError(x))
 		return
 	case cutStall:
 		<-r.Context().Done()
 		return
 	}
-	tail, withUsage := h.proto.streamTail(x)
+	tail, withUsage := x.proto.streamTail(x)
 	for _, ev := range tail {
 		if !send(w, rc, ev) {
 			return
@@ -130,7 +130,7 @@ func (h *handler) json(w http.ResponseWriter, r *http.Request, x *exchange) {
 	if n := len(x.ans.pieces) - 1; n > 0 && !sleep(r, time.Duration(n)*h.chunkDelay(x)) {
 		return
 	}
-	if h.sendJSON(w, r, x, h.proto.jsonBody(x), kind) {
+	if h.sendJSON(w, r, x, x.proto.jsonBody(x), kind) {
 		for i := range x.ans.pieces {
 			x.sentPiece(i)
 		}

@@ -40,7 +40,11 @@ type Options struct {
 	Logger            *slog.Logger // nil: discard
 }
 
-// protocol is what differs between the flavors; everything else is shared.
+// protocol is what differs between the chat protocols (alpha's chat
+// completions and Responses, beta's Messages); everything else is shared.
+// A flavor's own protocol (handler.proto) also authenticates and renders
+// errors for every path of that flavor: alpha's two protocols share
+// OpenAI's error body and Bearer auth.
 type protocol interface {
 	path() string
 	authorized(r *http.Request, want []byte) bool
@@ -58,19 +62,22 @@ type protocol interface {
 
 // exchange is one protocol call after validation.
 type exchange struct {
+	proto   protocol // the protocol the call speaks
 	req     *chatRequest
 	ans     *answer
 	fault   Fault
 	noUsage bool
 	sent    delivery // what reached the client, for /mock/calls tokens
+	seq     int      // Responses streams: the next event's sequence_number
 }
 
 type handler struct {
-	opts    Options
-	proto   protocol
-	keyHash []byte // SHA-256 of RequireKey: equal-length constant-time compare, and no plaintext kept
-	calls   *callCounter
-	log     *slog.Logger
+	opts      Options
+	proto     protocol   // the flavor's own protocol: auth and error bodies
+	endpoints []endpoint // the protocol paths served, the flavor's own first
+	keyHash   []byte     // SHA-256 of RequireKey: equal-length constant-time compare, and no plaintext kept
+	calls     *callCounter
+	log       *slog.Logger
 }
 
 // NewHandler returns a complete mock: the protocol endpoint, /healthz,
@@ -81,8 +88,11 @@ func NewHandler(opts Options) (http.Handler, error) {
 	switch opts.Flavor {
 	case Alpha:
 		h.proto = alphaProto{}
+		h.endpoints = []endpoint{{alphaProto{}.path(), h.chat(alphaProto{})},
+			{responsesProto{}.path(), h.chat(responsesProto{})}, {embeddingsPath, h.embeddings}}
 	case Beta:
 		h.proto = betaProto{}
+		h.endpoints = []endpoint{{betaProto{}.path(), h.chat(betaProto{})}, {countTokensPath, h.countTokens}}
 	default:
 		return nil, fmt.Errorf("unknown flavor %q (want alpha or beta)", opts.Flavor)
 	}
@@ -156,13 +166,20 @@ type callState struct {
 	fault string
 }
 
-// paths are the protocol paths this mock serves: alpha also serves
-// embeddings.
+// endpoint is one protocol path a mock serves (always POST) and what
+// serves it once the call is authenticated and its body read.
+type endpoint struct {
+	path  string
+	serve func(w http.ResponseWriter, r *http.Request, body []byte, c *callState)
+}
+
+// paths are the protocol paths this mock serves.
 func (h *handler) paths() []string {
-	if h.opts.Flavor == Alpha {
-		return []string{h.proto.path(), embeddingsPath}
+	out := make([]string, len(h.endpoints))
+	for i, e := range h.endpoints {
+		out[i] = e.path
 	}
-	return []string{h.proto.path()}
+	return out
 }
 
 func (h *handler) serveProtocol(rw http.ResponseWriter, r *http.Request) {
@@ -189,13 +206,13 @@ func (h *handler) serveProtocol(rw http.ResponseWriter, r *http.Request) {
 	}()
 
 	var serve func(http.ResponseWriter, *http.Request, []byte, *callState)
-	switch {
-	case r.URL.Path == h.proto.path():
-		serve = h.chat
-	case r.URL.Path == embeddingsPath && h.opts.Flavor == Alpha:
-		serve = h.embeddings
-	default:
-		h.proto.writeError(w, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("unknown path %s (this %s mock serves POST %s)", r.URL.Path, h.opts.Flavor, strings.Join(h.paths(), " and "))})
+	for _, e := range h.endpoints {
+		if r.URL.Path == e.path {
+			serve = e.serve
+		}
+	}
+	if serve == nil {
+		h.proto.writeError(w, &apiError{status: http.StatusNotFound, message: fmt.Sprintf("unknown path %s (this %s mock serves POST %s)", r.URL.Path, h.opts.Flavor, strings.Join(h.paths(), ", "))})
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -220,15 +237,26 @@ func (h *handler) serveProtocol(rw http.ResponseWriter, r *http.Request) {
 	serve(w, r, body, c)
 }
 
-// chat answers the protocol's chat call.
-func (h *handler) chat(w http.ResponseWriter, r *http.Request, body []byte, c *callState) {
-	req, apiErr := h.proto.parse(body)
+// chat returns the handler of proto's chat call.
+func (h *handler) chat(proto protocol) func(http.ResponseWriter, *http.Request, []byte, *callState) {
+	return func(w http.ResponseWriter, r *http.Request, body []byte, c *callState) {
+		h.answer(w, r, proto, body, c)
+	}
+}
+
+// answer serves one chat call of proto: parse, directives, tool choice,
+// faults, then the answer as JSON or a stream.
+func (h *handler) answer(w http.ResponseWriter, r *http.Request, proto protocol, body []byte, c *callState) {
+	req, apiErr := proto.parse(body)
 	if apiErr != nil {
 		h.proto.writeError(w, apiErr)
 		return
 	}
 	c.req = req
-	rawInput := rawInputTokens(req) // before stripLastUser removes the directive lines
+	// Before stripLastUser removes the directive lines: both are what the
+	// caller sent.
+	h.calls.toolResults(r.URL.Path, lastResults(req))
+	rawInput := rawInputTokens(req)
 	f, ok := h.directives(w, stripLastUser(req), c)
 	if !ok {
 		return
@@ -252,7 +280,7 @@ func (h *handler) chat(w http.ResponseWriter, r *http.Request, body []byte, c *c
 	} else {
 		ans = buildAnswer(h.opts.Flavor, req, chunks)
 	}
-	c.x = &exchange{req: req, ans: ans, fault: f, noUsage: f.NoUsage, sent: delivery{rawInput: rawInput}}
+	c.x = &exchange{proto: proto, req: req, ans: ans, fault: f, noUsage: f.NoUsage, sent: delivery{rawInput: rawInput}}
 	if req.stream {
 		h.stream(w, r, c.x)
 	} else {

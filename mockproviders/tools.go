@@ -189,3 +189,38 @@ func checkToolNames(tools []tool, param string) *apiError {
 
 // callID is a tool call's id: the protocol's prefix and the answer id.
 func callID(prefix string, a *answer) string { return prefix + a.id }
+
+// lastResults are the tool results of the caller's last turn (see
+// lastTurn), for /mock/calls: every tool message that ends the
+// conversation counts (alpha answers parallel calls with one tool message
+// each), not only the last.
+func lastResults(req *chatRequest) []ToolResult {
+	var out []ToolResult
+	last := lastTurn(req)
+	for i := last; i >= 0; i-- {
+		m := req.messages[i]
+		if len(m.results) == 0 || (i != last && m.role != "tool") {
+			break
+		}
+		var these []ToolResult
+		for _, r := range m.results {
+			these = append(these, ToolResult{CallID: r.id, Content: cutUTF8(strings.Join(m.texts[r.from:r.to], "\n"), maxToolResultBytes), IsError: r.isError})
+		}
+		out = append(these, out...)
+		if m.role != "tool" {
+			break
+		}
+	}
+	return out
+}
+
+// cutUTF8 cuts s to at most n bytes without splitting a character.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

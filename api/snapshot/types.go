@@ -26,6 +26,11 @@ const (
 type Provider struct {
 	Name     string `json:"name"`
 	Protocol string `json:"protocol"`
+	// ResponsesAPI: the provider (protocol openai) also serves OpenAI's
+	// Responses API, so Responses requests pass through to it instead of
+	// being translated to chat completions. Omitted when false, so that
+	// snapshots without it keep their bytes and version.
+	ResponsesAPI bool `json:"responsesAPI,omitzero"`
 	// BaseURL is scheme://host[:port][/path]; userinfo, query and fragment are
 	// rejected because credentials belong in Credential, never in a URL that may be
 	// logged.

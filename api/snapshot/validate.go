@@ -126,6 +126,9 @@ func validateProvider(obj string, p *Provider) []error {
 	if p.Protocol != ProtocolOpenAI && p.Protocol != ProtocolAnthropic {
 		add("protocol must be %q or %q, got %s", ProtocolOpenAI, ProtocolAnthropic, quote(p.Protocol))
 	}
+	if p.ResponsesAPI && p.Protocol != ProtocolOpenAI {
+		add("responsesAPI is only for protocol %q", ProtocolOpenAI)
+	}
 	if err := validBaseURL(p.BaseURL); err != nil {
 		add("baseURL %v", err)
 	}

@@ -7,12 +7,21 @@ import (
 // ProviderEndpointSpec is an upstream model vendor the gateway may call.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.url) != has(self.service)",message="exactly one of url or service must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.responsesAPI) || !self.responsesAPI || self.protocol == 'openai'",message="responsesAPI is only for protocol openai",fieldPath=".responsesAPI"
 // +kubebuilder:validation:XValidation:rule="!has(self.url) || self.url.matches('^https?://[^/?#@\\\\s]+(/[^?#@\\\\s]*)?$')",message="url must be http(s)://host[:port][/path], without credentials, query or fragment",fieldPath=".url",reason=FieldValueInvalid
 type ProviderEndpointSpec struct {
 	// Protocol is the API the provider speaks: openai (chat completions) or
 	// anthropic (Messages).
 	// +kubebuilder:validation:Enum=openai;anthropic
 	Protocol string `json:"protocol"`
+
+	// ResponsesAPI says that the provider (protocol openai) also serves
+	// OpenAI's Responses API at /v1/responses, as OpenAI does: a caller's
+	// POST /v1/responses passes through to it unchanged but for the model.
+	// Without it, Responses requests routed here are translated to chat
+	// completions.
+	// +optional
+	ResponsesAPI bool `json:"responsesAPI,omitempty"`
 
 	// The URL rule sits on the spec so that the API's error does not quote
 	// the URL (and any credentials in it) back.

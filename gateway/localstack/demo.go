@@ -8,7 +8,9 @@ import (
 // Demo is the local stack's configuration: aliases chat-alpha and chat-beta
 // (each falling back to the other provider once), chat-restricted (no
 // fallback) and embed-alpha (embeddings, alpha only); key A may use all
-// four, key B all but chat-restricted, both at 60 rpm.
+// four, key B all but chat-restricted, both at 60 rpm. alpha-large,
+// beta-large and alpha-embed have the prices of config/samples (USD per
+// million tokens), so their records carry a cost; alpha-small is unpriced.
 func Demo(alphaURL, betaURL, keyA, keyB string) *snapshot.Snapshot {
 	zero, one := 0, 1
 	key := func(id, plain string, models []string) snapshot.Key {
@@ -18,8 +20,11 @@ func Demo(alphaURL, betaURL, keyA, keyB string) *snapshot.Snapshot {
 	}
 	return &snapshot.Snapshot{
 		Providers: []snapshot.Provider{
-			{Name: "alpha", Protocol: snapshot.ProtocolOpenAI, BaseURL: alphaURL},
-			{Name: "beta", Protocol: snapshot.ProtocolAnthropic, BaseURL: betaURL, Credential: &snapshot.Credential{File: betaKeyFile}},
+			{Name: "alpha", Protocol: snapshot.ProtocolOpenAI, BaseURL: alphaURL, ResponsesAPI: true, Prices: []snapshot.Price{
+				{Model: "alpha-large", InputPerMillion: "2.5", CachedInputPerMillion: "1.25", OutputPerMillion: "10"},
+				{Model: "alpha-embed", InputPerMillion: "0.02", OutputPerMillion: "0"}}},
+			{Name: "beta", Protocol: snapshot.ProtocolAnthropic, BaseURL: betaURL, Credential: &snapshot.Credential{File: betaKeyFile},
+				Prices: []snapshot.Price{{Model: "beta-large", InputPerMillion: "3", CachedInputPerMillion: "0.3", OutputPerMillion: "15"}}},
 		},
 		Aliases: []snapshot.Alias{
 			{Name: "chat-alpha", Primary: snapshot.Route{Provider: "alpha", Model: "alpha-large"},

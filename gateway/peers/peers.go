@@ -22,6 +22,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llmgw/llmgw/gateway/usage"
 )
 
 // Path is the peer usage endpoint on the management port.
@@ -44,6 +46,42 @@ type Page struct {
 	Replica string
 	Data    []json.RawMessage
 	HasMore bool
+}
+
+// Applied is what a replica's answer says it applied of a filtered query,
+// in the answer's "applied" member. A replica older than filters ignores
+// the parameters it does not know and answers without it: its unfiltered
+// answer must not be taken for a filtered one, so a sibling whose Applied
+// differs from the query's counts as missing (the answer is partial),
+// never as a source of other records or other totals.
+type Applied struct {
+	Endpoint string `json:"endpoint,omitempty"`
+	Session  string `json:"session,omitempty"`
+	GroupBy  string `json:"group_by,omitempty"`
+}
+
+// AppliedOf is the Applied of a query with filter f, grouped by by ("" for
+// none).
+func AppliedOf(f usage.Filter, by string) Applied {
+	return Applied{Endpoint: f.Endpoint, Session: f.Session, GroupBy: by}
+}
+
+// setQuery adds a's parameters to q.
+func (a Applied) setQuery(q url.Values) {
+	for name, v := range map[string]string{"endpoint": a.Endpoint, "session": a.Session, "group_by": a.GroupBy} {
+		if v != "" {
+			q.Set(name, v)
+		}
+	}
+}
+
+// check is nil when an answer that says it applied got may stand for the
+// query of a.
+func (a Applied) check(name string, got Applied) error {
+	if got != a {
+		return fmt.Errorf("peer %s applied %+v of the query's %+v (a replica older than usage filters?)", name, got, a)
+	}
+	return nil
 }
 
 // Set is the sibling replicas of this one.
@@ -89,17 +127,18 @@ func New(cfg Config) (*Set, error) {
 // Others are the sibling replicas' names.
 func (s *Set) Others() []string { return s.others }
 
-// Usage asks every sibling, in parallel, for keyID's records after cursor.
-// It returns the pages of those that answered and the names of those that
-// did not (down, unreachable, or answering with an error).
-func (s *Set) Usage(ctx context.Context, keyID string, limit int, cursor string) (pages []Page, missing []string) {
+// Usage asks every sibling, in parallel, for keyID's records matching f
+// after cursor. It returns the pages of those that answered and the names
+// of those that did not (down, unreachable, answering with an error, or
+// not applying f).
+func (s *Set) Usage(ctx context.Context, keyID string, f usage.Filter, limit int, cursor string) (pages []Page, missing []string) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, name := range s.others {
 		wg.Go(func() {
-			p, err := s.fetch(ctx, name, keyID, limit, cursor)
+			p, err := s.fetch(ctx, name, keyID, f, limit, cursor)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -113,11 +152,13 @@ func (s *Set) Usage(ctx context.Context, keyID string, limit int, cursor string)
 	return pages, missing
 }
 
-func (s *Set) fetch(ctx context.Context, name, keyID string, limit int, cursor string) (Page, error) {
+func (s *Set) fetch(ctx context.Context, name, keyID string, f usage.Filter, limit int, cursor string) (Page, error) {
 	q := url.Values{"key_id": {keyID}, "limit": {strconv.Itoa(limit)}}
 	if cursor != "" {
 		q.Set("cursor", cursor)
 	}
+	asked := AppliedOf(f, "")
+	asked.setQuery(q)
 	u := fmt.Sprintf("http://%s.%s:%d%s?%s", name, s.cfg.Service, s.cfg.Port, Path, q.Encode())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -136,9 +177,13 @@ func (s *Set) fetch(ctx context.Context, name, keyID string, limit int, cursor s
 	var body struct {
 		Data    []json.RawMessage `json:"data"`
 		HasMore bool              `json:"has_more"`
+		Applied Applied           `json:"applied"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&body); err != nil {
 		return Page{}, fmt.Errorf("peer %s: %w", name, err)
+	}
+	if err := asked.check(name, body.Applied); err != nil {
+		return Page{}, err
 	}
 	return Page{Replica: name, Data: body.Data, HasMore: body.HasMore}, nil
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/llmgw/llmgw/gateway/usage"
 )
 
 // fakeCluster serves named replicas on loopback and resolves
@@ -51,7 +53,7 @@ func TestUsageReportsMissingReplicas(t *testing.T) {
 	if got := s.Others(); !slices.Equal(got, []string{"gw-0", "gw-2", "gw-3"}) {
 		t.Fatalf("others: %v", got)
 	}
-	pages, missing := s.Usage(context.Background(), "key-a", 10, "")
+	pages, missing := s.Usage(context.Background(), "key-a", usage.Filter{}, 10, "")
 	if !slices.Equal(missing, []string{"gw-2"}) {
 		t.Fatalf("missing: %v, want [gw-2]", missing)
 	}
@@ -64,7 +66,7 @@ func TestUsageReportsMissingReplicas(t *testing.T) {
 	}
 	// A wrong token is refused by every peer: all of them are missing.
 	bad, _ := New(Config{Self: "gw-1", Service: "peers", Replicas: 4, Port: 9090, Token: "wrong", Client: client})
-	if _, missing := bad.Usage(context.Background(), "key-a", 10, ""); len(missing) != 3 {
+	if _, missing := bad.Usage(context.Background(), "key-a", usage.Filter{}, 10, ""); len(missing) != 3 {
 		t.Fatalf("wrong token: missing %v, want all three", missing)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/llmgw/llmgw/gateway/usage"
 )
 
 // SummaryView is the query value (view=summary) that makes the peer usage
@@ -24,19 +26,31 @@ type SummaryPage struct {
 	Body    json.RawMessage
 }
 
-// Summary asks every sibling, in parallel, for keyID's totals over
-// [from, to). It returns the answers of those that answered and the names of
-// those that did not.
-func (s *Set) Summary(ctx context.Context, keyID string, from, to time.Time) (pages []SummaryPage, missing []string) {
+// Summary asks every sibling, in parallel, for keyID's totals of the
+// records matching f over [from, to), broken down by the column by when it
+// is not "" (usage.GroupByEndpoint, usage.GroupBySession). It returns the
+// answers of those that answered and the names of those that did not (or
+// did not apply f and by: see Applied).
+func (s *Set) Summary(ctx context.Context, keyID string, f usage.Filter, by string, from, to time.Time) (pages []SummaryPage, missing []string) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	q := url.Values{"key_id": {keyID}, "view": {SummaryView},
 		"from": {from.UTC().Format(time.RFC3339Nano)}, "to": {to.UTC().Format(time.RFC3339Nano)}}
+	asked := AppliedOf(f, by)
+	asked.setQuery(q)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, name := range s.others {
 		wg.Go(func() {
 			body, err := s.get(ctx, name, q)
+			if err == nil {
+				var head struct {
+					Applied Applied `json:"applied"`
+				}
+				if err = json.Unmarshal(body, &head); err == nil {
+					err = asked.check(name, head.Applied)
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

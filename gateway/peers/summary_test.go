@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmgw/llmgw/gateway/usage"
 )
 
 func TestSummaryAsksEverySibling(t *testing.T) {
@@ -36,7 +38,7 @@ func TestSummaryAsksEverySibling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages, missing := s.Summary(context.Background(), "key-a", from, to)
+	pages, missing := s.Summary(context.Background(), "key-a", usage.Filter{}, "", from, to)
 	if len(pages) != 1 || pages[0].Replica != "gw-0" || strings.TrimSpace(string(pages[0].Body)) != `{"requests":2}` {
 		t.Fatalf("pages %+v", pages)
 	}

@@ -285,7 +285,7 @@ func TestRequestOverHTTP2(t *testing.T) {
 func call(t *testing.T, a Adapter, body [][]byte, stream bool) {
 	t.Helper()
 	if !stream {
-		err := a.Complete(testCtx(t), OpChat, body, func(raw []byte) error {
+		err := a.Complete(testCtx(t), Call{Op: OpChat, Body: body}, func(raw []byte) error {
 			_, err := translate.Chat(a.Protocol()).Answer(raw, testMeta())
 			return err
 		})

@@ -148,7 +148,8 @@ func (b *base) seal(e *Error) *Error {
 }
 
 // post sends one request and returns a 2xx response; everything else is an *Error.
-func (b *base) post(ctx context.Context, op Operation, body [][]byte, stream bool) (*http.Response, error) {
+func (b *base) post(ctx context.Context, call Call, stream bool) (*http.Response, error) {
+	op, body := call.Op, joinSmall(call.Body)
 	if ctx == nil || op < 0 || op >= numOps || b.targets[op] == nil { // WithContext would panic; NewRequestWithContext refused it
 		return nil, b.seal(&Error{Kind: KindProtocol, Message: "cannot build request"})
 	}
@@ -170,9 +171,10 @@ func (b *base) post(ctx context.Context, op Operation, body [][]byte, stream boo
 	if stream {
 		req.Header = b.headers[1]
 	}
-	if b.client.Jar != nil {
-		// http.Client adds the jar's cookies to the request's own map.
-		req.Header = req.Header.Clone()
+	if b.client.Jar != nil || len(call.Header) > 0 {
+		// http.Client adds the jar's cookies to the request's own map, and
+		// forwarded headers go over the shared ones: a copy of its own.
+		req.Header = forward(req.Header.Clone(), call.Header)
 	}
 	resp, err := b.send(req)
 	body = nil
@@ -185,6 +187,23 @@ func (b *base) post(ctx context.Context, op Operation, body [][]byte, stream boo
 	}
 	return resp, nil
 }
+
+// forward sets the caller's headers the gateway forwards over h: only the
+// names forwardable lists, so that a caller can never set the credential,
+// the framing or anything else the adapter owns.
+func forward(h, caller http.Header) http.Header {
+	for name, v := range caller {
+		if forwardable[name] && len(v) > 0 {
+			h[name] = v
+		}
+	}
+	return h
+}
+
+// forwardable are the caller's headers a provider of the caller's own
+// protocol gets (canonical names): Anthropic's API version and beta flags,
+// which decide what the body means.
+var forwardable = map[string]bool{"Anthropic-Version": true, "Anthropic-Beta": true}
 
 // send is one round trip. With the transport newBase built it calls that
 // transport straight: http.Client.Do would only copy the headers for a
@@ -302,13 +321,17 @@ func (b *base) statusError(resp *http.Response) *Error {
 	if strings.TrimSpace(msg) == "" {
 		msg = http.StatusText(resp.StatusCode)
 	}
-	return b.seal(&Error{
+	e := b.seal(&Error{
 		Kind:       KindStatus,
 		StatusCode: resp.StatusCode,
 		RetryAfter: retryAfter(resp.Header, time.Now()),
 		Type:       typ,
 		Message:    msg,
 	})
+	if len(body) > 0 && jsontext.Value(body).IsValid() {
+		e.Body = []byte(b.redactor.Replace(string(body)))
+	}
+	return e
 }
 
 // parseErrorBody reads both protocols' error shapes, OpenAI's
@@ -382,8 +405,8 @@ func capRetry(ns float64) time.Duration {
 }
 
 // Complete implements Adapter.
-func (b *base) Complete(ctx context.Context, op Operation, body [][]byte, read func(raw []byte) error) error {
-	resp, err := b.post(ctx, op, joinSmall(body), false)
+func (b *base) Complete(ctx context.Context, call Call, read func(raw []byte) error) error {
+	resp, err := b.post(ctx, call, false)
 	if err != nil {
 		return err
 	}
@@ -411,8 +434,8 @@ func answerError(err error) *Error {
 }
 
 // Stream implements Adapter.
-func (b *base) Stream(ctx context.Context, body [][]byte, dec translate.ChatStream) (Stream, error) {
-	resp, err := b.post(ctx, OpChat, joinSmall(body), true)
+func (b *base) Stream(ctx context.Context, call Call, dec translate.ChatStream) (Stream, error) {
+	resp, err := b.post(ctx, call, true)
 	if err != nil {
 		return nil, err
 	}

@@ -120,7 +120,7 @@ func TestRequestOnTheWire(t *testing.T) {
 			a := newAdapter(t, tc.protocol, srv.URL)
 			if tc.stream {
 				call(t, a, tc.body, true)
-			} else if err := a.Complete(testCtx(t), tc.op, tc.body, func([]byte) error { return nil }); err != nil {
+			} else if err := a.Complete(testCtx(t), Call{Op: tc.op, Body: tc.body}, func([]byte) error { return nil }); err != nil {
 				t.Fatal(err)
 			}
 			r := <-seen
@@ -160,18 +160,18 @@ func TestCannotBuildRequest(t *testing.T) {
 	a := newAdapter(t, ProtocolAnthropic, srv.URL)
 	for name, call := range map[string]func() error{
 		"anthropic embeddings": func() error {
-			return a.Complete(testCtx(t), OpEmbeddings, literal(`{}`), func([]byte) error { return nil })
+			return a.Complete(testCtx(t), Call{Op: OpEmbeddings, Body: literal(`{}`)}, func([]byte) error { return nil })
 		},
 		"unknown operation": func() error {
-			return a.Complete(testCtx(t), numOps, literal(`{}`), func([]byte) error { return nil })
+			return a.Complete(testCtx(t), Call{Op: numOps, Body: literal(`{}`)}, func([]byte) error { return nil })
 		},
 		"nil ctx complete": func() error {
 			var none context.Context // a caller's defect the adapter must survive
-			return a.Complete(none, OpChat, literal(`{}`), func([]byte) error { return nil })
+			return a.Complete(none, Call{Op: OpChat, Body: literal(`{}`)}, func([]byte) error { return nil })
 		},
 		"nil ctx stream": func() error {
 			var none context.Context
-			_, err := a.Stream(none, literal(`{}`), decoder(ProtocolAnthropic))
+			_, err := a.Stream(none, Call{Op: OpChat, Body: literal(`{}`)}, decoder(ProtocolAnthropic))
 			return err
 		},
 	} {
@@ -207,7 +207,7 @@ func TestCompleteReadsTheAnswer(t *testing.T) {
 			srv, _ := upstream(t, reply(200, "application/json", answerBody(p)))
 			a := newAdapter(t, p, srv.URL)
 			var raw []byte
-			err := a.Complete(testCtx(t), OpChat, chatBody(t, p, false), func(b []byte) error {
+			err := a.Complete(testCtx(t), Call{Op: OpChat, Body: chatBody(t, p, false)}, func(b []byte) error {
 				raw = append(raw, b...)
 				return nil
 			})
@@ -256,7 +256,7 @@ func TestCompleteReadFailure(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := a.Complete(testCtx(t), OpChat, literal(`{}`), tc.read)
+			err := a.Complete(testCtx(t), Call{Op: OpChat, Body: literal(`{}`)}, tc.read)
 			e := asError(t, err)
 			if e.Kind != KindProtocol || e.Type != tc.wantType || e.Message != tc.wantMsg || e.Provider != "up-openai" {
 				t.Fatalf("got %+v", e)
@@ -271,7 +271,7 @@ func TestCompleteAnswerTooLarge(t *testing.T) {
 	srv, _ := upstream(t, reply(200, "application/json", big))
 	a := newAdapter(t, ProtocolOpenAI, srv.URL)
 	read := false
-	err := a.Complete(testCtx(t), OpChat, literal(`{}`), func([]byte) error { read = true; return nil })
+	err := a.Complete(testCtx(t), Call{Op: OpChat, Body: literal(`{}`)}, func([]byte) error { read = true; return nil })
 	if e := asError(t, err); e.Kind != KindProtocol || read {
 		t.Fatalf("got %+v, read %v", e, read)
 	}

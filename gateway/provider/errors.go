@@ -33,6 +33,11 @@ type Error struct {
 	RetryAfter time.Duration // from Retry-After / retry-after-ms, when sent
 	Type       string        // the upstream's error type, if any
 	Message    string
+	// Body is a KindStatus error's JSON body as the upstream sent it, with
+	// the provider's URL and credential redacted (at most 64 KiB): a caller
+	// of the provider's own protocol gets it unchanged. nil when the body
+	// was not JSON.
+	Body []byte
 	// Err is the sanitised cause: for transport failures it unwraps only to
 	// address-free values (syscall.Errno, context errors, io.EOF...), so errors.Is
 	// works without the chain leading back to the URL. For cancellation it is

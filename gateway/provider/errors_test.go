@@ -65,7 +65,7 @@ func TestStatusErrors(t *testing.T) {
 					case "stream":
 						_, err = startStream(testCtx(t), a, chatBody(t, p, true))
 					case "embeddings":
-						err = a.Complete(testCtx(t), OpEmbeddings, literal(`{"model":"e","input":"x"}`), func([]byte) error {
+						err = a.Complete(testCtx(t), Call{Op: OpEmbeddings, Body: literal(`{"model":"e","input":"x"}`)}, func([]byte) error {
 							t.Error("an error answer was read")
 							return nil
 						})

@@ -189,7 +189,7 @@ func literal(s string) [][]byte { return [][]byte{[]byte(s)} }
 // complete makes one JSON call, its answer read by protocol's translator.
 func complete(ctx context.Context, a Adapter, body [][]byte) (*translate.Answer, error) {
 	var ans *translate.Answer
-	err := a.Complete(ctx, OpChat, body, func(raw []byte) error {
+	err := a.Complete(ctx, Call{Op: OpChat, Body: body}, func(raw []byte) error {
 		var err error
 		ans, err = translate.Chat(a.Protocol()).Answer(raw, testMeta())
 		return err
@@ -199,7 +199,7 @@ func complete(ctx context.Context, a Adapter, body [][]byte) (*translate.Answer,
 
 // startStream opens a stream read by protocol's translator.
 func startStream(ctx context.Context, a Adapter, body [][]byte) (Stream, error) {
-	return a.Stream(ctx, body, decoder(a.Protocol()))
+	return a.Stream(ctx, Call{Op: OpChat, Body: body}, decoder(a.Protocol()))
 }
 
 // baseOf is the adapter's implementation.

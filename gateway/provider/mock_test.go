@@ -244,7 +244,7 @@ func TestMockEmbeddings(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ans *translate.Answer
-	err = a.Complete(testCtx(t), OpEmbeddings, body, func(raw []byte) error {
+	err = a.Complete(testCtx(t), Call{Op: OpEmbeddings, Body: body}, func(raw []byte) error {
 		ans, err = translate.Embeddings(ProtocolOpenAI).Answer(raw, testMeta())
 		return err
 	})

@@ -33,10 +33,26 @@ type Operation int
 // The operations; a protocol without an operation's endpoint never gets
 // such a request (its translator refuses it first).
 const (
-	OpChat       Operation = iota // /v1/chat/completions or /v1/messages
-	OpEmbeddings                  // /v1/embeddings
+	OpChat        Operation = iota // /v1/chat/completions or /v1/messages
+	OpEmbeddings                   // /v1/embeddings
+	OpCountTokens                  // /v1/messages/count_tokens (Anthropic only)
+	OpResponses                    // /v1/responses (OpenAI only; a provider that serves it)
 	numOps
 )
+
+// Call is one request to a provider: the operation, the body (segments
+// sent one after the other, as translate writes them) and the caller's
+// headers the gateway forwards.
+type Call struct {
+	Op   Operation
+	Body [][]byte
+	// Header holds the caller's headers forwarded to a provider of the
+	// caller's own protocol (Anthropic's anthropic-version and
+	// anthropic-beta); each replaces the adapter's header of that name. The
+	// credential and the framing headers are the adapter's and are never
+	// taken from here. nil: none.
+	Header http.Header
+}
 
 // Buffered is implemented by a Stream that can tell whether its next chunk
 // has already arrived, so a relay can write chunks that came together with
@@ -90,16 +106,16 @@ type Config struct {
 type Adapter interface {
 	Name() string
 	Protocol() string
-	// Complete posts body (segments sent one after the other, as
-	// translate writes them) to op's endpoint and hands the 2xx answer to
-	// read; an error read returns (a *translate.Failure) becomes an *Error
-	// of KindProtocol. Any failure before is an *Error too.
-	Complete(ctx context.Context, op Operation, body [][]byte, read func(raw []byte) error) error
-	// Stream posts a chat body and returns once the upstream answered 200
-	// with an event stream, whose events dec reads; any failure before that
-	// is an *Error. The stream lives as long as ctx: cancel it to abandon
-	// the stream (first-chunk and idle timeouts work that way).
-	Stream(ctx context.Context, body [][]byte, dec translate.ChatStream) (Stream, error)
+	// Complete posts the call's body to its operation's endpoint and hands
+	// the 2xx answer to read; an error read returns (a *translate.Failure)
+	// becomes an *Error of KindProtocol. Any failure before is an *Error too.
+	Complete(ctx context.Context, call Call, read func(raw []byte) error) error
+	// Stream posts the call (a chat body asking for a stream) and returns
+	// once the upstream answered 200 with an event stream, whose events dec
+	// reads; any failure before that is an *Error. The stream lives as long
+	// as ctx: cancel it to abandon the stream (first-chunk and idle
+	// timeouts work that way).
+	Stream(ctx context.Context, call Call, dec translate.ChatStream) (Stream, error)
 }
 
 // IdleCloser is implemented by every adapter New returns. Call it when an adapter
@@ -124,10 +140,10 @@ func New(cfg Config) (Adapter, error) {
 	var extra [][2]string
 	switch cfg.Protocol {
 	case ProtocolOpenAI:
-		paths = [numOps]string{OpChat: "/chat/completions", OpEmbeddings: "/embeddings"}
+		paths = [numOps]string{OpChat: "/chat/completions", OpEmbeddings: "/embeddings", OpResponses: "/responses"}
 		authHeader, authValue = "Authorization", "Bearer "+cfg.Credential
 	case ProtocolAnthropic:
-		paths = [numOps]string{OpChat: "/messages"}
+		paths = [numOps]string{OpChat: "/messages", OpCountTokens: "/messages/count_tokens"}
 		authHeader, authValue = "X-Api-Key", cfg.Credential
 		extra = [][2]string{{"Anthropic-Version", anthropicVersion}}
 	default:

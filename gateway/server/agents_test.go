@@ -73,8 +73,8 @@ func checkToolCall(t *testing.T, alias string, c *openai.ChatCompletion) openai.
 	return ch.Message
 }
 
-func agentsHarness(t *testing.T) *harness {
-	return newHarness(t, func(s *snapshot.Snapshot) {
+func agentsHarness(t *testing.T, mutate ...func(*snapshot.Snapshot)) *harness {
+	return newHarness(t, append([]func(*snapshot.Snapshot){func(s *snapshot.Snapshot) {
 		// Prices, so that every record has a cost.
 		for i := range s.Providers {
 			p := &s.Providers[i]
@@ -86,7 +86,7 @@ func agentsHarness(t *testing.T) *harness {
 				p.Prices = []snapshot.Price{{Model: "beta-large", InputPerMillion: "3", OutputPerMillion: "4"}}
 			}
 		}
-	})
+	}}, mutate...)...)
 }
 
 // TestToolConversation: call → tool result → answer, JSON and streamed, on

@@ -10,30 +10,18 @@ import (
 
 // authenticate finds the caller's key: lookup by the non-secret prefix, then
 // a constant-time comparison of the whole key's SHA-256 with the stored hash.
-// The plaintext never leaves this function.
+// The plaintext never leaves this file (presentedKey reads it).
 func (s *Server) authenticate(st *state, r *http.Request) (*snapshot.Key, *apiError) {
-	if len(r.Header[hdrAuthorization]) > 1 {
-		// Which one a proxy or the gateway would pick is not the caller's
-		// to guess: refuse rather than let the first win.
-		return nil, &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "multiple_authorization_headers",
-			message: "more than one Authorization header; send exactly one 'Authorization: Bearer <gateway key>'"}
+	plain, aerr := presentedKey(r.Header)
+	if aerr != nil {
+		return nil, aerr
 	}
-	h := header(r.Header, hdrAuthorization)
-	if h == "" {
-		return nil, &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "missing_api_key",
-			message: "missing Authorization header; send 'Authorization: Bearer <gateway key>'"}
-	}
-	scheme, plain, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || plain == "" {
-		return nil, &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "invalid_api_key",
-			message: "malformed Authorization header; send 'Authorization: Bearer <gateway key>'"}
-	}
-	prefix, ok := keyformat.PrefixOf(strings.TrimSpace(plain))
+	prefix, ok := keyformat.PrefixOf(plain)
 	if !ok {
 		return nil, invalidKey()
 	}
 	k, ok := st.idx.KeyByPrefix(prefix)
-	if !ok || !keyformat.Verify(strings.TrimSpace(plain), k.Hash) {
+	if !ok || !keyformat.Verify(plain, k.Hash) {
 		return nil, invalidKey()
 	}
 	if k.Disabled {
@@ -45,6 +33,47 @@ func (s *Server) authenticate(st *state, r *http.Request) (*snapshot.Key, *apiEr
 			message: "this gateway key has expired"}
 	}
 	return k, nil
+}
+
+// presentedKey is the gateway key the caller sent: in Authorization as a
+// Bearer token (the OpenAI SDKs, Claude Code's ANTHROPIC_AUTH_TOKEN) or in
+// x-api-key (the Anthropic SDKs, Claude Code's ANTHROPIC_API_KEY). A
+// request that sends either header twice, or both with different keys, is
+// refused: which one a proxy or the gateway would pick is not the caller's
+// to guess.
+func presentedKey(h http.Header) (string, *apiError) {
+	auths, apiKeys := h[hdrAuthorization], h[hdrAPIKey]
+	if len(auths) > 1 || len(apiKeys) > 1 {
+		return "", &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "multiple_authorization_headers",
+			message: "more than one Authorization or x-api-key header; send the gateway key once"}
+	}
+	var bearer, apiKey string
+	if len(auths) == 1 {
+		scheme, plain, ok := strings.Cut(auths[0], " ")
+		plain = strings.TrimSpace(plain)
+		if !ok || !strings.EqualFold(scheme, "Bearer") || plain == "" {
+			return "", &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "invalid_api_key",
+				message: "malformed Authorization header; send 'Authorization: Bearer <gateway key>'"}
+		}
+		bearer = plain
+	}
+	if len(apiKeys) == 1 {
+		if apiKey = strings.TrimSpace(apiKeys[0]); apiKey == "" {
+			return "", &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "invalid_api_key",
+				message: "empty x-api-key header; send 'x-api-key: <gateway key>'"}
+		}
+	}
+	switch {
+	case bearer != "" && apiKey != "" && bearer != apiKey:
+		return "", &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "multiple_authorization_headers",
+			message: "the Authorization and x-api-key headers carry different keys; send the gateway key once"}
+	case bearer != "":
+		return bearer, nil
+	case apiKey != "":
+		return apiKey, nil
+	}
+	return "", &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "missing_api_key",
+		message: "missing gateway key; send 'Authorization: Bearer <gateway key>' or 'x-api-key: <gateway key>'"}
 }
 
 // invalidKey is built only when a key is refused: building it up front cost

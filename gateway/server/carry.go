@@ -14,9 +14,18 @@ import (
 // route, the body its provider gets, and the translator of its answers.
 type candidate struct {
 	route snapshot.Route
+	op    provider.Operation // the provider endpoint the body goes to
 	body  [][]byte
-	chat  translate.ChatPair      // a chat request's
+	chat  translate.ChatPair      // a chat or messages request's
 	embed translate.EmbeddingPair // an embeddings request's
+	// header: the caller's headers forwarded to a provider of the caller's
+	// own protocol (passThroughHeaders); nil for any other.
+	header http.Header
+}
+
+// call is the provider call of one attempt.
+func (c *candidate) call() provider.Call {
+	return provider.Call{Op: c.op, Body: c.body, Header: c.header}
 }
 
 // answer reads the provider's JSON answer with the route's translator.
@@ -42,7 +51,7 @@ func (x *exchange) carry() *apiError {
 		if i >= 0 {
 			rt = fallbacks[i]
 		}
-		c := candidate{route: rt}
+		c := candidate{route: rt, op: x.p.op}
 		var err error
 		protocol := x.st.protocols[rt.Provider]
 		switch x.p.op {
@@ -52,7 +61,19 @@ func (x *exchange) carry() *apiError {
 			}
 			c.body, err = c.embed.Request(&translate.EmbeddingRequest{Body: x.p.body}, rt.Model)
 		default:
-			if c.chat = translate.Chat(protocol); c.chat == nil {
+			switch {
+			case x.ing.api == apiAnthropic:
+				c.chat = translate.Messages(protocol)
+			case x.ing.api == apiResponses:
+				passThrough := x.st.responsesAPI[rt.Provider]
+				c.chat = translate.Responses(protocol, passThrough)
+				if passThrough {
+					c.op = provider.OpResponses
+				}
+			default:
+				c.chat = translate.Chat(protocol)
+			}
+			if c.chat == nil {
 				return errUnknownProtocol(rt, protocol)
 			}
 			c.body, err = c.chat.Request(&translate.ChatRequest{Body: x.p.body, Stream: x.p.stream, IncludeUsage: x.p.includeUsage}, rt.Model)
@@ -69,6 +90,9 @@ func (x *exchange) carry() *apiError {
 				"provider", rt.Provider, "err", err)
 			return &apiError{status: http.StatusInternalServerError, typ: typeInternal, code: "internal_error", message: "the request could not be translated for its provider"}
 		}
+		if protocol == x.ing.api.protocol() {
+			c.header = passThroughHeaders(x.r.Header)
+		}
 		x.cands = append(x.cands, c)
 	}
 	if len(x.cands) > 0 {
@@ -81,6 +105,23 @@ func (x *exchange) carry() *apiError {
 	// The param may hold a name the caller chose (an unknown member).
 	param := safeParam(refused.Param)
 	return errInvalid("unsupported_parameter", param, param+": "+msg)
+}
+
+// passThroughHeaders are the caller's headers a provider of its own
+// protocol gets (the provider adapter lets no others through): Anthropic's
+// anthropic-version and anthropic-beta, which say what the body means.
+// nil when the caller sent none, the common case.
+func passThroughHeaders(h http.Header) http.Header {
+	var fwd http.Header
+	for _, name := range []string{hdrAnthropicVersion, "Anthropic-Beta"} {
+		if v := h[name]; len(v) > 0 {
+			if fwd == nil {
+				fwd = make(http.Header, 2)
+			}
+			fwd[name] = v
+		}
+	}
+	return fwd
 }
 
 func errUnknownProtocol(rt snapshot.Route, protocol string) *apiError {

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/llmgw/llmgw/api/keyformat"
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/tokens"
 	"github.com/llmgw/llmgw/gateway/translate"
@@ -41,9 +40,8 @@ type exchange struct {
 	st       *state
 	start    time.Time
 	rec      usage.Record
-	endpoint string // "chat", "embeddings": the message of its log line
-	bodyHeld int64  // bytes of the body budget the request holds (bodybudget.go)
-	parse    parseFunc
+	ing      *ingress // the endpoint: how its requests are read and answered
+	bodyHeld int64    // bytes of the body budget the request holds (bodybudget.go)
 	p        *parsedRequest
 	alias    *snapshot.Alias
 	cands    []candidate    // the alias's routes that can carry the request (carry.go)
@@ -55,21 +53,48 @@ type exchange struct {
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
-	s.handleExchange(w, r, "chat", parseChatRequest)
+	s.handleExchange(w, r, &chatIngress)
 }
 
 // parseFunc reads and validates one endpoint's request body.
 type parseFunc func(body []byte, lim limits, countTokens func(string) int) (*parsedRequest, *apiError)
 
+// ingress is an endpoint that routes through aliases to providers: its
+// name (the record's endpoint, the message of its log line), the API its
+// callers speak, and how its requests are read.
+type ingress struct {
+	endpoint string
+	api      callerAPI
+	parse    parseFunc
+}
+
+// The endpoints that route to providers, as records and /v1/usage name
+// them.
+const (
+	endpointChat       = "chat"
+	endpointEmbeddings = "embeddings"
+	endpointMessages   = "messages"
+	endpointResponses  = "responses"
+)
+
+var (
+	chatIngress       = ingress{endpoint: endpointChat, api: apiOpenAI, parse: parseChatRequest}
+	embeddingsIngress = ingress{endpoint: endpointEmbeddings, api: apiOpenAI, parse: parseEmbeddingRequest}
+	messagesIngress   = ingress{endpoint: endpointMessages, api: apiAnthropic, parse: parseMessagesRequest}
+	responsesIngress  = ingress{endpoint: endpointResponses, api: apiResponses, parse: parseResponsesRequest}
+)
+
 // handleExchange serves one request of an endpoint that routes through
-// aliases to providers (chat, embeddings): one exchange, one record.
-// endpoint names it in the request's log line.
-func (s *Server) handleExchange(w http.ResponseWriter, r *http.Request, endpoint string, parse parseFunc) {
-	x := &exchange{s: s, w: w, r: r, st: s.state.Load(), start: s.now(), endpoint: endpoint, parse: parse}
+// aliases to providers: one exchange, one record.
+func (s *Server) handleExchange(w http.ResponseWriter, r *http.Request, ing *ingress) {
+	x := &exchange{s: s, w: w, r: r, st: s.state.Load(), start: s.now(), ing: ing}
 	x.rec = usage.Record{RequestID: requestID(w), ClientRequestID: clientRequestID(r),
-		Status: usage.StatusInProgress, CreatedAt: x.start}
+		Status: usage.StatusInProgress, CreatedAt: x.start, Endpoint: ing.endpoint, Session: sessionOf(r)}
 	if x.rec.ClientRequestID != "" {
 		w.Header()[hdrClientRequestID] = []string{x.rec.ClientRequestID}
+	}
+	if ing.api == apiAnthropic {
+		w.Header()[hdrAnthropicRequestID] = []string{x.rec.RequestID}
 	}
 	n := s.inflight.Add(1)
 	s.metrics.inflight.Inc()
@@ -165,7 +190,7 @@ func (x *exchange) admitChat(inflight int64) bool {
 		x.reject(aerr)
 		return false
 	}
-	p, aerr := x.parse(body, limits{maxMessages: lim.MaxMessages, maxContentChars: lim.MaxContentChars}, tokens.Count)
+	p, aerr := x.ing.parse(body, limits{maxMessages: lim.MaxMessages, maxContentChars: lim.MaxContentChars}, tokens.Count)
 	if aerr != nil {
 		x.reject(aerr)
 		return false
@@ -178,7 +203,7 @@ func (x *exchange) admitChat(inflight int64) bool {
 		return false
 	}
 	x.alias = alias
-	x.meta = translate.Meta{Alias: p.alias, ID: "chatcmpl-" + x.rec.RequestID, Created: x.start.Unix(), IncludeUsage: p.includeUsage}
+	x.meta = translate.Meta{Alias: p.alias, ID: x.ing.api.answerID(x.rec.RequestID), Created: x.start.Unix(), IncludeUsage: p.includeUsage}
 	if aerr := x.carry(); aerr != nil {
 		x.reject(aerr)
 		return false
@@ -262,15 +287,7 @@ func clientRequestID(r *http.Request) string {
 	if id == "" {
 		id = header(r.Header, hdrRequestID)
 	}
-	if id == "" || len(id) > 128 || keyformat.LooksLikeKey(id) {
-		return ""
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] < 0x21 || id[i] > 0x7e {
-			return ""
-		}
-	}
-	return id
+	return safeID(id)
 }
 
 // begin makes the in_progress record durable before any provider call or
@@ -290,7 +307,7 @@ func (x *exchange) begin() {
 func (x *exchange) reject(e *apiError) {
 	x.rec.ErrorType = e.typ
 	x.finalize(statusRejected, e.status)
-	writeError(x.w, e, x.rec.RequestID)
+	x.ing.api.writeError(x.w, e, x.rec.RequestID)
 }
 
 // canceled closes the record of a client that went away; there is nobody
@@ -329,14 +346,14 @@ func (x *exchange) finalize(status string, httpStatus int) {
 	if x.alias != nil {
 		label = x.alias.Name
 	}
-	x.s.metrics.request(label, status, httpStatus)
+	x.s.metrics.request(x.ing.endpoint, label, status, httpStatus)
 	x.logLine(status, httpStatus)
 }
 
 // logLine writes the request's one log line, named after its endpoint:
 // the fields of its final record.
 func (x *exchange) logLine(status string, httpStatus int) {
-	x.s.log.LogAttrs(context.Background(), slog.LevelInfo, x.endpoint, slog.String("request_id", x.rec.RequestID),
+	x.s.log.LogAttrs(context.Background(), slog.LevelInfo, x.ing.endpoint, slog.String("request_id", x.rec.RequestID),
 		slog.String("key_id", x.rec.KeyID), slog.String("alias", x.rec.Alias), slog.String("provider", x.rec.Provider),
 		slog.String("status", status), slog.Int("http_status", httpStatus), slog.String("error_type", x.rec.ErrorType),
 		slog.Int("fallbacks", x.rec.Fallbacks), slog.Bool("stream", x.rec.Stream), slog.Int("input_tokens", x.rec.InputTokens),

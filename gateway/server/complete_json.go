@@ -31,7 +31,7 @@ func (x *exchange) callJSON(ctx context.Context, c *candidate) (*translate.Answe
 	actx, cancel := context.WithTimeoutCause(ctx, ms(x.alias.Timeouts.AttemptMs), errAttemptTimeout)
 	defer cancel() // after classify: the cause must still say why the attempt ended
 	var ans *translate.Answer
-	err := x.st.adapters[c.route.Provider].Complete(actx, x.p.op, c.body, func(raw []byte) (err error) {
+	err := x.st.adapters[c.route.Provider].Complete(actx, c.call(), func(raw []byte) (err error) {
 		ans, err = c.answer(raw, &x.meta)
 		return err
 	})

@@ -24,6 +24,8 @@ const (
 
 	chatPath       = "/v1/chat/completions"
 	embeddingsPath = "/v1/embeddings"
+	messagesPath   = "/v1/messages"
+	responsesPath  = "/v1/responses"
 )
 
 // edges refuses what the mux must not see: a path that is not canonical
@@ -32,19 +34,19 @@ const (
 // chat endpoint to the mux, but not to a proxy or WAF in front that matches
 // paths as sent). Both are 404 unknown_endpoint, as for any unknown path.
 // Headers over maxHeaderBytes are 431 here, except on the endpoints that
-// keep a record (chat, embeddings), whose handler answers them itself so
+// keep a record (chat, embeddings, messages, responses), whose handler answers them itself so
 // the request still gets its record.
 func (s *Server) edges(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !canonicalPath(r) {
-			writeError(w, &apiError{status: http.StatusNotFound, typ: typeInvalidRequest, code: "unknown_endpoint",
+			apiOf(r).writeError(w, &apiError{status: http.StatusNotFound, typ: typeInvalidRequest, code: "unknown_endpoint",
 				message: "no such endpoint: a path must be sent in canonical form (no empty, '.' or '..' segments, no percent-encoding)"},
 				requestID(w))
 			return
 		}
 		if !isRecorded(r) {
 			if e := checkHeaderBytes(r); e != nil {
-				writeError(w, e, requestID(w))
+				apiOf(r).writeError(w, e, requestID(w))
 				return
 			}
 		}
@@ -62,7 +64,8 @@ func canonicalPath(r *http.Request) bool {
 
 // isRecorded: an endpoint whose every request gets a usage record.
 func isRecorded(r *http.Request) bool {
-	return r.Method == http.MethodPost && (r.URL.Path == chatPath || r.URL.Path == embeddingsPath)
+	return r.Method == http.MethodPost && (r.URL.Path == chatPath || r.URL.Path == embeddingsPath ||
+		r.URL.Path == messagesPath || r.URL.Path == responsesPath)
 }
 
 // checkHeaderBytes measures the request line and header fields as they were

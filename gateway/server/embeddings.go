@@ -11,7 +11,7 @@ import (
 // handleEmbeddings serves POST /v1/embeddings: the chat request's path
 // (keys, limits, budgets, routing, fallback, one record) with a JSON answer.
 func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
-	s.handleExchange(w, r, "embeddings", parseEmbeddingRequest)
+	s.handleExchange(w, r, &embeddingsIngress)
 }
 
 // parseEmbeddingRequest reads what the gateway needs of an embeddings

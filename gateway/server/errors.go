@@ -32,6 +32,9 @@ type apiError struct {
 	message    string
 	param      string
 	retryAfter time.Duration
+	// upstreamType is the provider's own error type, kept when the error
+	// is relayed to a caller of the provider's protocol (streamError).
+	upstreamType string
 }
 
 func errInvalid(code, param, msg string) *apiError {
@@ -56,8 +59,7 @@ func writeError(w http.ResponseWriter, e *apiError, requestID string) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	if e.retryAfter > 0 {
-		secs := int64((e.retryAfter + time.Second - 1) / time.Second)
-		h.Set("Retry-After", strconv.FormatInt(secs, 10))
+		h.Set("Retry-After", strconv.FormatInt(retryAfterSeconds(e.retryAfter), 10))
 	}
 	w.WriteHeader(e.status)
 	body := appendErrorJSON(make([]byte, 0, 256), e, requestID)

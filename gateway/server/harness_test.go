@@ -120,11 +120,15 @@ type directStack struct {
 	url    string // the gateway's base URL
 }
 
-// startDirect starts a directStack with opts (its Ledger is filled in).
-func startDirect(t *testing.T, upstreamURL string, opts server.Options) *directStack {
+// startDirect starts a directStack with opts (its Ledger is filled in);
+// mutate edits the snapshot before the gateway loads it.
+func startDirect(t *testing.T, upstreamURL string, opts server.Options, mutate ...func(*snapshot.Snapshot)) *directStack {
 	t.Helper()
 	plain, snap := oneKeySnapshot(t)
 	snap.Providers[0].BaseURL = upstreamURL
+	for _, m := range mutate {
+		m(snap)
+	}
 	l, err := usage.Open(t.Context(), t.TempDir()+"/u.db", usage.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -43,10 +43,10 @@ func (x *exchange) refuseUnrecorded(e *apiError) {
 	x.done = true
 	x.s.gate.refused.Add(1)
 	x.rec.ErrorType = e.typ
-	x.s.metrics.request("", statusRejected, e.status)
+	x.s.metrics.request(x.ing.endpoint, "", statusRejected, e.status)
 	x.s.log.Warn("chat refused: usage store unavailable, no record written", "request_id", x.rec.RequestID,
 		"http_status", e.status, "error_code", e.code)
-	writeError(x.w, e, x.rec.RequestID)
+	x.ing.api.writeError(x.w, e, x.rec.RequestID)
 }
 
 // RefusedUnrecorded counts chat requests refused with 503

@@ -47,7 +47,7 @@ var (
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmgw_requests_total",
-			Help: "Chat requests by alias, final status and HTTP status."}, []string{"alias", "status", "code"}),
+			Help: "Requests that route to providers, by endpoint (chat, embeddings, messages), alias, final status and HTTP status."}, []string{"endpoint", "alias", "status", "code"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmgw_provider_attempts_total",
 			Help: "Upstream attempts by provider and outcome."}, []string{"provider", "outcome"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmgw_snapshot_reloads_total",
@@ -96,8 +96,8 @@ func (m *Metrics) reload(ok bool, version string) {
 	m.snapshotInfo.WithLabelValues(version).Set(1)
 }
 
-func (m *Metrics) request(alias, status string, code int) {
-	m.requests.WithLabelValues(alias, status, strconv.Itoa(code)).Inc()
+func (m *Metrics) request(endpoint, alias, status string, code int) {
+	m.requests.WithLabelValues(endpoint, alias, status, strconv.Itoa(code)).Inc()
 }
 
 func (m *Metrics) attempt(provider, outcome string) {

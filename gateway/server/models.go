@@ -52,8 +52,13 @@ func (s *Server) authOnly(w http.ResponseWriter, r *http.Request) (*state, *snap
 
 // handleModels lists only the aliases the calling key may use.
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	st, k, ok := s.authOnly(w, r)
+	api := apiOf(r)
+	st, k, ok := s.admitRead(w, r, api)
 	if !ok {
+		return
+	}
+	if api == apiAnthropic {
+		writeAnthropicModels(w, st, k)
 		return
 	}
 	out := listJSON[modelJSON]{Object: "list", Data: []modelJSON{}}
@@ -101,9 +106,16 @@ type recordJSON struct {
 	Currency          string `json:"currency"`
 	LatencyMs         int64  `json:"latency_ms"`
 	CreatedAt         int64  `json:"created_at"`
+	// The endpoint the request came in on and the caller's agent session:
+	// omitted when empty, like the other fields a record may lack (a
+	// record written before the gateway stored the endpoint, a request
+	// without a session).
+	Endpoint string `json:"endpoint,omitempty"`
+	Session  string `json:"session,omitempty"`
 }
 
-// handleUsage lists the calling key's own records, newest first.
+// handleUsage lists the calling key's own records, newest first, those of
+// one endpoint and/or one agent session when asked (usageFilter).
 func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 	_, k, ok := s.authOnly(w, r)
 	if !ok {
@@ -120,7 +132,12 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	recs, next, more, err := s.ledger.List(r.Context(), k.ID, limit, q.Get("cursor"))
+	f, aerr := usageFilter(q)
+	if aerr != nil {
+		writeError(w, aerr, reqID)
+		return
+	}
+	recs, next, more, err := s.ledger.ListFiltered(r.Context(), k.ID, f, limit, q.Get("cursor"))
 	if errors.Is(err, usage.ErrBadCursor) {
 		writeError(w, errInvalid("invalid_value", "cursor", "cursor is not one this gateway issued"), reqID)
 		return
@@ -132,7 +149,7 @@ func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.peers != nil {
-		s.writeUsageAcrossReplicas(w, r, k.ID, recs, more, limit, reqID)
+		s.writeUsageAcrossReplicas(w, r, k.ID, f, recs, more, limit, reqID)
 		return
 	}
 	out := listJSON[recordJSON]{Object: "list", Data: make([]recordJSON, 0, len(recs)), HasMore: &more, NextCursor: next}
@@ -148,7 +165,8 @@ func toRecordJSON(rec usage.Record) recordJSON {
 		ProviderModel: rec.ProviderModel, Status: rec.Status, HTTPStatus: rec.HTTPStatus, ErrorType: rec.ErrorType,
 		Fallbacks: rec.Fallbacks, Attempts: make([]attemptJSON, 0, len(rec.Attempts)), Stream: rec.Stream,
 		InputTokens: rec.InputTokens, OutputTokens: rec.OutputTokens, LatencyMs: rec.LatencyMs, CreatedAt: rec.CreatedAt.Unix(),
-		CachedInputTokens: rec.CachedInputTokens, ReasoningTokens: rec.ReasoningTokens, Cost: rec.Cost.String(), Currency: rec.Currency}
+		CachedInputTokens: rec.CachedInputTokens, ReasoningTokens: rec.ReasoningTokens, Cost: rec.Cost.String(), Currency: rec.Currency,
+		Endpoint: rec.Endpoint, Session: rec.Session}
 	for _, a := range rec.Attempts {
 		j.Attempts = append(j.Attempts, attemptJSON{Provider: a.Provider, Model: a.Model, Outcome: a.Outcome,
 			StatusCode: a.StatusCode, LatencyMs: a.LatencyMs})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,9 +18,21 @@ import (
 // Peers reads one key's usage records from the sibling gateway replicas (a
 // *peers.Set in a StatefulSet; nil when the gateway runs alone).
 type Peers interface {
-	Usage(ctx context.Context, keyID string, limit int, cursor string) (pages []peers.Page, missing []string)
-	// Summary is the siblings' totals of keyID's records over [from, to).
-	Summary(ctx context.Context, keyID string, from, to time.Time) (pages []peers.SummaryPage, missing []string)
+	// Usage is the siblings' pages of keyID's records matching f.
+	Usage(ctx context.Context, keyID string, f usage.Filter, limit int, cursor string) (pages []peers.Page, missing []string)
+	// Summary is the siblings' totals of keyID's records matching f over
+	// [from, to), broken down by the column by unless it is "".
+	Summary(ctx context.Context, keyID string, f usage.Filter, by string, from, to time.Time) (pages []peers.SummaryPage, missing []string)
+}
+
+// peerListJSON is a replica's page for a sibling: /v1/usage's list, and
+// what it applied of the query (peers.Applied), so that a sibling knows a
+// filtered page from an older replica's unfiltered one.
+type peerListJSON struct {
+	Object  string        `json:"object"`
+	Data    []recordJSON  `json:"data"`
+	HasMore bool          `json:"has_more"`
+	Applied peers.Applied `json:"applied,omitzero"`
 }
 
 // usageListJSON is GET /v1/usage across replicas: a list in the OpenAI shape
@@ -34,8 +47,9 @@ type usageListJSON struct {
 }
 
 // PeerUsageHandler serves this replica's own records of one key to a
-// sibling, or with view=summary its totals over a time range. It belongs on
-// the management port only, behind the peers' token.
+// sibling (matching the endpoint and session parameters, if any), or with
+// view=summary its totals over a time range. It belongs on the management
+// port only, behind the peers' token.
 func (s *Server) PeerUsageHandler(token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !peers.Authorized(r, token) {
@@ -52,21 +66,28 @@ func (s *Server) PeerUsageHandler(token string) http.Handler {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid limit"})
 			return
 		}
-		recs, _, more, err := s.ledger.List(r.Context(), q.Get("key_id"), limit, q.Get("cursor"))
+		f := peerFilter(q)
+		recs, _, more, err := s.ledger.ListFiltered(r.Context(), q.Get("key_id"), f, limit, q.Get("cursor"))
 		if err != nil {
 			code := http.StatusInternalServerError
-			if errors.Is(err, usage.ErrBadCursor) {
+			if errors.Is(err, usage.ErrBadCursor) || errors.Is(err, usage.ErrBadFilter) {
 				code = http.StatusBadRequest
 			}
 			writeJSON(w, code, map[string]string{"error": "usage list failed"})
 			return
 		}
-		out := listJSON[recordJSON]{Object: "list", Data: make([]recordJSON, 0, len(recs)), HasMore: &more}
+		out := peerListJSON{Object: "list", Data: make([]recordJSON, 0, len(recs)), HasMore: more, Applied: peers.AppliedOf(f, "")}
 		for _, rec := range recs {
 			out.Data = append(out.Data, toRecordJSON(rec))
 		}
 		writeJSON(w, http.StatusOK, out)
 	})
+}
+
+// peerFilter is the filter of a sibling's query, as sent (the ledger
+// refuses an invalid one; the sibling validated it for its client).
+func peerFilter(q url.Values) usage.Filter {
+	return usage.Filter{Endpoint: q.Get("endpoint"), Session: q.Get("session")}
 }
 
 // mergeUsage is one page across replicas: the newest limit records by
@@ -121,9 +142,11 @@ func mergeUsage(local []usage.Record, localMore bool, pages []peers.Page, limit 
 }
 
 // writeUsageAcrossReplicas answers GET /v1/usage with this replica's page
-// merged with its siblings' pages for the same key and cursor.
-func (s *Server) writeUsageAcrossReplicas(w http.ResponseWriter, r *http.Request, keyID string, local []usage.Record, localMore bool, limit int, reqID string) {
-	pages, missing := s.peers.Usage(r.Context(), keyID, limit, r.URL.Query().Get("cursor"))
+// merged with its siblings' pages for the same key, filter and cursor. The
+// cursor is a position in time, valid on every replica, so the merged
+// page's cursor pages on through every replica's records of the filter.
+func (s *Server) writeUsageAcrossReplicas(w http.ResponseWriter, r *http.Request, keyID string, f usage.Filter, local []usage.Record, localMore bool, limit int, reqID string) {
+	pages, missing := s.peers.Usage(r.Context(), keyID, f, limit, r.URL.Query().Get("cursor"))
 	out, err := mergeUsage(local, localMore, pages, limit)
 	if err != nil {
 		s.log.Error("usage merge failed", "request_id", reqID, "err", err)

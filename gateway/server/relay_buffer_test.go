@@ -51,7 +51,7 @@ func TestRelayWaitsWithoutAnOutputBuffer(t *testing.T) {
 	rl := &sseRelay{x: x, sa: &streamAttempt{stream: st, cancel: func(error) {}}, rc: http.NewResponseController(w), observed: true}
 	// What commit leaves to the pump's first batch: the chunks up to the
 	// first content.
-	rl.buf = appendEvent(rl.takeBuf(), chunk("one").Data)
+	rl.buf = appendEvent(rl.takeBuf(), "", chunk("one").Data)
 	done := make(chan *failure, 1)
 	go func() { done <- rl.pump(context.Background()) }()
 	for range events {

@@ -88,7 +88,7 @@ func (x *exchange) openStream(ctx context.Context, c *candidate) (*streamAttempt
 		cancel(nil)
 		return nil, f
 	}
-	st, err := x.st.adapters[rt.Provider].Stream(actx, c.body, sa.ts)
+	st, err := x.st.adapters[rt.Provider].Stream(actx, c.call(), sa.ts)
 	if err != nil {
 		return failed(err)
 	}
@@ -105,7 +105,7 @@ func (x *exchange) openStream(ctx context.Context, c *candidate) (*streamAttempt
 		}
 		sa.absorb(&ch)
 		if ch.Data != nil {
-			sa.held = appendEvent(sa.held, ch.Data)
+			sa.held = appendEvent(sa.held, ch.Event, ch.Data)
 		}
 		if ch.Text != "" {
 			sa.texts = append(sa.texts, ch.Text)
@@ -135,8 +135,13 @@ func (sa *streamAttempt) absorb(c *translate.Chunk) {
 	}
 }
 
-// appendEvent appends one SSE event with data.
-func appendEvent(b, data []byte) []byte {
+// appendEvent appends one SSE event with data, named name unless it is "".
+func appendEvent(b []byte, name string, data []byte) []byte {
+	if name != "" {
+		b = append(b, "event: "...)
+		b = append(b, name...)
+		b = append(b, '\n')
+	}
 	b = append(b, "data: "...)
 	b = append(b, data...)
 	return append(b, "\n\n"...)
@@ -223,7 +228,7 @@ func (rl *sseRelay) pump(ctx context.Context) *failure {
 			for got && err == nil {
 				sa.absorb(&ch)
 				if ch.Data != nil {
-					rl.buf = appendEvent(rl.heldBuf(), ch.Data)
+					rl.buf = appendEvent(rl.heldBuf(), ch.Event, ch.Data)
 				}
 				if ch.Text != "" {
 					rl.texts = append(rl.texts, ch.Text)
@@ -286,9 +291,9 @@ func (rl *sseRelay) end(f *failure) {
 	case f == nil:
 		buf := rl.heldBuf()
 		for _, c := range sa.ts.End(recordUsage(&x.rec), nil) {
-			buf = appendEvent(buf, c.Data)
+			buf = appendEvent(buf, c.Event, c.Data)
 		}
-		rl.buf = buf
+		rl.buf = x.ing.api.appendEnd(buf)
 		x.finalize(statusSuccess, http.StatusOK)
 	case f.kind == failCanceled:
 		x.canceled()
@@ -296,13 +301,23 @@ func (rl *sseRelay) end(f *failure) {
 	default:
 		a := &failures[f.kind].after
 		x.settle(a)
-		rl.buf = appendErrorEvent(rl.takeBuf(), &apiError{typ: a.typ, code: a.code, message: a.message}, x.rec.RequestID)
+		e := x.streamError(f, a)
+		if fs, ok := sa.ts.(translate.StreamFailer); ok {
+			// The protocol ends a failed stream with an event of its own
+			// (the Responses API's response.failed).
+			buf := rl.takeBuf()
+			for _, c := range fs.Fail(e.code, e.message, nil) {
+				buf = appendEvent(buf, c.Event, c.Data)
+			}
+			rl.buf = buf
+		} else {
+			rl.buf = x.ing.api.appendErrorEvent(rl.takeBuf(), e, x.rec.RequestID)
+		}
 	}
-	// The end and [DONE] in one write, not flushed: net/http flushes the
-	// response once the handler returns, a moment later, with the end of
-	// the chunked body (or, when nothing was flushed before, the head and a
-	// Content-Length).
-	_, err := x.w.Write(append(rl.buf, doneEvent...))
+	// The end in one write, not flushed: net/http flushes the response once
+	// the handler returns, a moment later, with the end of the chunked body
+	// (or, when nothing was flushed before, the head and a Content-Length).
+	_, err := x.w.Write(rl.buf)
 	rl.observeWrite(err)
 }
 

@@ -313,54 +313,64 @@ func (m *messageText) readContent(dec *jsontext.Decoder) error {
 	}
 	var text strings.Builder
 	for j := 0; dec.PeekKind() != ']'; j++ {
-		typ, t, err := readPart(dec, j)
+		typ, part, err := readPart(dec, j)
 		if err != nil {
 			return err
 		}
 		switch typ {
-		case "text":
-			text.WriteString(t)
 		case "image_url", "image", "input_image":
 			m.images++
 		}
+		text.WriteString(part.text)
+		m.images += part.images
 	}
 	m.text = text.String()
 	_, err := dec.ReadToken()
 	return err
 }
 
-// readPart reads one content part's type and text, skipping the rest.
-func readPart(dec *jsontext.Decoder, j int) (typ, text string, err error) {
+// readPart reads one content part's type and what it says: its text, or
+// the text and images of the content a part holds (an Anthropic
+// tool_result block), skipping the rest.
+func readPart(dec *jsontext.Decoder, j int) (typ string, part messageText, err error) {
 	if dec.PeekKind() != '{' {
-		return "", "", errPartShape(j)
+		return "", part, errPartShape(j)
 	}
 	if _, err := dec.ReadToken(); err != nil {
-		return "", "", err
+		return "", part, err
 	}
 	for dec.PeekKind() == '"' {
 		tok, err := dec.ReadToken()
 		if err != nil {
-			return "", "", err
+			return "", part, err
 		}
-		name := tok.String()
-		if (name == "type" || name == "text") && dec.PeekKind() == '"' {
+		name, kind := tok.String(), dec.PeekKind()
+		switch {
+		case (name == "type" || name == "text") && kind == '"':
 			v, err := dec.ReadToken()
 			if err != nil {
-				return "", "", err
+				return "", part, err
 			}
 			if name == "type" {
 				typ = v.String()
 			} else {
-				text = v.String()
+				part.text += v.String()
 			}
-			continue
-		}
-		if err := dec.SkipValue(); err != nil {
-			return "", "", err
+		case name == "content" && (kind == '"' || kind == '['):
+			var inner messageText
+			if err := inner.readContent(dec); err != nil {
+				return "", part, err
+			}
+			part.text += inner.text
+			part.images += inner.images
+		default:
+			if err := dec.SkipValue(); err != nil {
+				return "", part, err
+			}
 		}
 	}
 	_, err = dec.ReadToken()
-	return typ, text, err
+	return typ, part, err
 }
 
 // decodeError turns the decoder's errors into stable codes without echoing

@@ -6,8 +6,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/llmgw/llmgw/api/keyformat"
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/gateway/provider"
+	"github.com/llmgw/llmgw/gateway/translate"
 	"github.com/llmgw/llmgw/gateway/usage"
 )
 
@@ -126,7 +128,44 @@ func (x *exchange) answerFailure(f *failure) {
 		return
 	}
 	x.w.Header()[hdrProvider] = []string{f.route.Provider}
-	e := f.apiError()
 	x.settle(&failures[f.kind].before)
-	writeError(x.w, e, x.rec.RequestID)
+	if x.passesErrors(f) && f.err.Kind == provider.KindStatus && f.err.Body != nil {
+		writeProviderError(x.w, f.err)
+		return
+	}
+	x.ing.api.writeError(x.w, f.apiError(), x.rec.RequestID)
+}
+
+// passesErrors: the caller gets the errors of f's provider as that
+// provider wrote them, because it speaks the provider's protocol and its
+// client matches on their wording (Claude Code's recovery does). Only
+// Anthropic callers do: an OpenAI caller gets the gateway's own errors,
+// which name the provider that failed.
+func (x *exchange) passesErrors(f *failure) bool {
+	return x.ing.api == apiAnthropic && x.st.protocols[f.route.Provider] == translate.ProtocolAnthropic
+}
+
+// writeProviderError writes a provider's error answer as the provider sent
+// it (its status, its Retry-After, its body with the provider's URL and
+// credential and any gateway key redacted).
+func writeProviderError(w http.ResponseWriter, e *provider.Error) {
+	h := w.Header()
+	h["Content-Type"] = jsonType
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.FormatInt(retryAfterSeconds(e.RetryAfter), 10))
+	}
+	w.WriteHeader(e.StatusCode)
+	_, _ = w.Write([]byte(keyformat.Redact(string(e.Body))))
+}
+
+// streamError is the error event of a stream that failed after its commit
+// point: a, the failures table's answer, or for a caller that gets its
+// provider's errors (passesErrors) the error event the provider sent, its
+// type and message as the provider wrote them.
+func (x *exchange) streamError(f *failure, a *answer) *apiError {
+	e := &apiError{typ: a.typ, code: a.code, message: a.message}
+	if x.passesErrors(f) && f.err.Kind == provider.KindStream && f.err.Type != "" {
+		e.upstreamType, e.message = f.err.Type, keyformat.Redact(f.err.Message)
+	}
+	return e
 }

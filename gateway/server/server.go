@@ -221,7 +221,15 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	mux.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
+	mux.HandleFunc("POST /v1/messages", s.handleMessages)
+	mux.HandleFunc("POST /v1/messages/count_tokens", s.handleCountTokens)
+	mux.HandleFunc("POST /v1/responses", s.handleResponses)
+	mux.HandleFunc("GET /v1/responses/{id}", s.handleStoredResponse)
+	mux.HandleFunc("DELETE /v1/responses/{id}", s.handleStoredResponse)
+	mux.HandleFunc("POST /v1/responses/{id}/cancel", s.handleStoredResponse)
+	mux.HandleFunc("GET /v1/responses/{id}/input_items", s.handleStoredResponse)
 	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("GET /v1/models/{model...}", s.handleModel)
 	mux.HandleFunc("GET /v1/usage", s.handleUsage)
 	mux.HandleFunc("GET /v1/usage/summary", s.handleUsageSummary)
 	mux.HandleFunc("GET /health", s.handleHealth)
@@ -262,9 +270,8 @@ func HTTPServer(addr string, h http.Handler) *http.Server {
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
-	id := requestID(w)
-	writeError(w, &apiError{status: http.StatusNotFound, typ: typeInvalidRequest, code: "unknown_endpoint",
-		message: "no such endpoint: " + r.Method + " " + trimPath(r.URL.Path)}, id)
+	apiOf(r).writeError(w, &apiError{status: http.StatusNotFound, typ: typeInvalidRequest, code: "unknown_endpoint",
+		message: "no such endpoint: " + r.Method + " " + trimPath(r.URL.Path)}, requestID(w))
 }
 
 func trimPath(p string) string {

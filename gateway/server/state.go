@@ -33,7 +33,10 @@ type state struct {
 	// protocols is each provider's protocol, whether it has an adapter or
 	// not: what a route can carry is known without calling it.
 	protocols map[string]string
-	loadedAt  time.Time
+	// responsesAPI names the providers that serve the Responses API
+	// themselves (snapshot.Provider.ResponsesAPI).
+	responsesAPI map[string]bool
+	loadedAt     time.Time
 	// unavailable names the providers without an adapter because their
 	// credential could not be read, with the reason (logs and the management
 	// port only: it names Secrets and files). Routes to them are passed over;
@@ -124,10 +127,13 @@ func (s *Server) buildState(ctx context.Context, snap *snapshot.Snapshot, prev *
 	// snap is the server's own normalized, valid copy (apply), never changed
 	// afterwards: it is indexed as it is.
 	st := &state{snap: snap, idx: snapshot.CompileOwned(snap), adapters: map[string]provider.Adapter{},
-		protocols: map[string]string{}, unavailable: map[string]string{}, loadedAt: s.now()}
+		protocols: map[string]string{}, responsesAPI: map[string]bool{}, unavailable: map[string]string{}, loadedAt: s.now()}
 	for i := range snap.Providers {
 		p := &snap.Providers[i]
 		st.protocols[p.Name] = p.Protocol
+		if p.ResponsesAPI {
+			st.responsesAPI[p.Name] = true
+		}
 		cfg := provider.Config{
 			Name:                  p.Name,
 			Protocol:              p.Protocol,

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/llmgw/llmgw/api/money"
@@ -30,11 +32,28 @@ type costJSON struct {
 // [from, to), across replicas. cost and currency are the total when the
 // range has at most one currency (cost "0" and currency "" when nothing was
 // priced); after a change of currency they are null and costs lists each.
+//
+// With endpoint= or session= the totals are those of the matching records
+// (echoed back); with group_by= groups breaks them down by that column's
+// values, each group naming its value in the member of that name ("" for
+// records without one) and adding up to the totals.
 type summaryJSON struct {
-	Object            string     `json:"object"`
-	KeyID             string     `json:"key_id"`
-	From              string     `json:"from"`
-	To                string     `json:"to"`
+	Object   string `json:"object"`
+	KeyID    string `json:"key_id"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Endpoint string `json:"endpoint,omitempty"`
+	Session  string `json:"session,omitempty"`
+	GroupBy  string `json:"group_by,omitempty"`
+	totalsJSON
+	Groups          []groupJSON `json:"groups,omitempty"`
+	Partial         bool        `json:"partial,omitempty"`
+	MissingReplicas []string    `json:"missing_replicas,omitempty"`
+}
+
+// totalsJSON are the sums of some records: the whole summary's, or one
+// group's.
+type totalsJSON struct {
 	Requests          int64      `json:"requests"`
 	InputTokens       int64      `json:"input_tokens"`
 	CachedInputTokens int64      `json:"cached_input_tokens"`
@@ -43,8 +62,15 @@ type summaryJSON struct {
 	Cost              *string    `json:"cost"`
 	Currency          *string    `json:"currency"`
 	Costs             []costJSON `json:"costs"`
-	Partial           bool       `json:"partial,omitempty"`
-	MissingReplicas   []string   `json:"missing_replicas,omitempty"`
+}
+
+// groupJSON is one group of a summary: the value it is for, in the member
+// named after the grouped column (exactly one of the two is set), and its
+// totals.
+type groupJSON struct {
+	Endpoint *string `json:"endpoint,omitempty"`
+	Session  *string `json:"session,omitempty"`
+	totalsJSON
 }
 
 // peerTotalsJSON is one replica's totals on the wire between replicas:
@@ -56,6 +82,24 @@ type peerTotalsJSON struct {
 	OutputTokens      int64            `json:"output_tokens"`
 	ReasoningTokens   int64            `json:"reasoning_tokens"`
 	CostPicos         map[string]int64 `json:"cost_picos"`
+}
+
+// peerSummaryJSON is a replica's answer to view=summary: its totals
+// (members of peerTotalsJSON, as replicas older than groups read them),
+// with group_by each group's, and what it applied of the query
+// (peers.Applied). TooManyGroups says the replica alone has more than
+// usage.MaxSummaryGroups groups, and then Groups is empty.
+type peerSummaryJSON struct {
+	peerTotalsJSON
+	Groups        []peerGroupJSON `json:"groups,omitempty"`
+	TooManyGroups bool            `json:"too_many_groups,omitempty"`
+	Applied       peers.Applied   `json:"applied,omitzero"`
+}
+
+// peerGroupJSON is one group's totals between replicas.
+type peerGroupJSON struct {
+	Value  string         `json:"value"`
+	Totals peerTotalsJSON `json:"totals"`
 }
 
 func toPeerTotals(t usage.Totals) peerTotalsJSON {
@@ -116,15 +160,77 @@ func summaryRange(q url.Values, now time.Time) (from, to time.Time, aerr *apiErr
 	return from, to, nil
 }
 
+// onceParam is the value of the query parameter name, "" when it is absent
+// or empty; given twice it is an error (a filter matches one value, and
+// taking one of two silently would answer another question).
+func onceParam(q url.Values, name string) (string, *apiError) {
+	if len(q[name]) > 1 {
+		return "", errInvalid("invalid_value", name, name+" may be given only once")
+	}
+	return q.Get(name), nil
+}
+
+// usageFilter reads the endpoint= and session= parameters of GET /v1/usage
+// and GET /v1/usage/summary: exact matches, each optional (absent or empty:
+// no filter).
+func usageFilter(q url.Values) (usage.Filter, *apiError) {
+	var f usage.Filter
+	var aerr *apiError
+	if f.Endpoint, aerr = onceParam(q, "endpoint"); aerr != nil {
+		return f, aerr
+	}
+	if f.Endpoint != "" && !usage.ValidEndpoint(f.Endpoint) {
+		return f, errInvalid("invalid_value", "endpoint", "endpoint must be one of "+strings.Join(usage.Endpoints, ", "))
+	}
+	if f.Session, aerr = onceParam(q, "session"); aerr != nil {
+		return f, aerr
+	}
+	if !usage.ValidSession(f.Session) {
+		return f, errInvalid("invalid_value", "session",
+			fmt.Sprintf("session must be at most %d printable ASCII characters", usage.MaxSessionLen))
+	}
+	return f, nil
+}
+
+// summaryGroupBy reads group_by=: "" (no groups), endpoint or session.
+func summaryGroupBy(q url.Values) (string, *apiError) {
+	by, aerr := onceParam(q, "group_by")
+	if aerr != nil {
+		return "", aerr
+	}
+	switch by {
+	case "", usage.GroupByEndpoint, usage.GroupBySession:
+		return by, nil
+	}
+	return "", errInvalid("invalid_value", "group_by", "group_by must be endpoint or session")
+}
+
+// errTooManyGroups is the answer to a grouped summary with more groups than
+// one answer holds.
+func errTooManyGroups(by string) *apiError {
+	return errInvalid("too_many_groups", "group_by", fmt.Sprintf(
+		"more than %d values of %s in the range: narrow from..to, or filter by endpoint or session", usage.MaxSummaryGroups, by))
+}
+
 // handleUsageSummary answers the calling key's totals; a key sees only its
-// own, as with GET /v1/usage.
+// own, as with GET /v1/usage. endpoint= and session= narrow them, group_by=
+// breaks them down.
 func (s *Server) handleUsageSummary(w http.ResponseWriter, r *http.Request) {
 	_, k, ok := s.authOnly(w, r)
 	if !ok {
 		return
 	}
 	reqID := requestID(w)
-	from, to, aerr := summaryRange(r.URL.Query(), s.now())
+	q := r.URL.Query()
+	from, to, aerr := summaryRange(q, s.now())
+	var f usage.Filter
+	var by string
+	if aerr == nil {
+		f, aerr = usageFilter(q)
+	}
+	if aerr == nil {
+		by, aerr = summaryGroupBy(q)
+	}
 	if aerr != nil {
 		writeError(w, aerr, reqID)
 		return
@@ -134,7 +240,20 @@ func (s *Server) handleUsageSummary(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusInternalServerError, typ: typeInternal, code: "usage_unavailable",
 			message: "the usage store could not be read"}, reqID)
 	}
-	total, err := s.ledger.Summary(r.Context(), k.ID, from, to)
+	var (
+		total  usage.Totals
+		groups map[string]usage.Totals
+		err    error
+	)
+	if by == "" {
+		total, err = s.ledger.SummaryFiltered(r.Context(), k.ID, f, from, to)
+	} else {
+		groups, err = s.ledger.SummaryGroups(r.Context(), k.ID, f, by, from, to)
+	}
+	if errors.Is(err, usage.ErrTooManyGroups) {
+		writeError(w, errTooManyGroups(by), reqID)
+		return
+	}
 	if err != nil {
 		fail("usage summary failed", err)
 		return
@@ -142,13 +261,32 @@ func (s *Server) handleUsageSummary(w http.ResponseWriter, r *http.Request) {
 	var missing []string
 	if s.peers != nil {
 		var pages []peers.SummaryPage
-		pages, missing = s.peers.Summary(r.Context(), k.ID, from, to)
-		if err := addPeerTotals(&total, pages); err != nil {
+		pages, missing = s.peers.Summary(r.Context(), k.ID, f, by, from, to)
+		if by == "" {
+			err = addPeerTotals(&total, pages)
+		} else {
+			err = addPeerGroups(groups, pages)
+		}
+		if errors.Is(err, usage.ErrTooManyGroups) {
+			writeError(w, errTooManyGroups(by), reqID)
+			return
+		}
+		if err != nil {
+			fail("usage summary merge failed", err)
+			return
+		}
+	}
+	if by != "" {
+		if total, err = sumGroups(groups); err != nil {
 			fail("usage summary merge failed", err)
 			return
 		}
 	}
 	out := toSummaryJSON(k.ID, from, to, total)
+	out.Endpoint, out.Session, out.GroupBy = f.Endpoint, f.Session, by
+	if by != "" {
+		out.Groups = toGroupsJSON(by, groups)
+	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
 		out.Partial, out.MissingReplicas = true, missing
@@ -172,10 +310,53 @@ func addPeerTotals(total *usage.Totals, pages []peers.SummaryPage) error {
 	return nil
 }
 
+// addPeerGroups adds the siblings' groups to this replica's, value by
+// value. A sibling with too many groups on its own, or more than
+// usage.MaxSummaryGroups groups in all, is usage.ErrTooManyGroups.
+func addPeerGroups(groups map[string]usage.Totals, pages []peers.SummaryPage) error {
+	for _, p := range pages {
+		var ps peerSummaryJSON
+		if err := json.Unmarshal(p.Body, &ps); err != nil {
+			return fmt.Errorf("replica %s: %w", p.Replica, err)
+		}
+		if ps.TooManyGroups {
+			return fmt.Errorf("replica %s: %w", p.Replica, usage.ErrTooManyGroups)
+		}
+		for _, g := range ps.Groups {
+			t, ok := groups[g.Value]
+			if !ok && len(groups) == usage.MaxSummaryGroups {
+				return fmt.Errorf("replicas together: %w", usage.ErrTooManyGroups)
+			}
+			if err := t.Add(fromPeerTotals(g.Totals)); err != nil {
+				return fmt.Errorf("replica %s: %w", p.Replica, err)
+			}
+			groups[g.Value] = t
+		}
+	}
+	return nil
+}
+
+// sumGroups is the totals of all groups.
+func sumGroups(groups map[string]usage.Totals) (usage.Totals, error) {
+	var t usage.Totals
+	for _, g := range groups {
+		if err := t.Add(g); err != nil {
+			return usage.Totals{}, err
+		}
+	}
+	return t, nil
+}
+
 func toSummaryJSON(keyID string, from, to time.Time, t usage.Totals) summaryJSON {
-	out := summaryJSON{Object: "usage.summary", KeyID: keyID,
-		From: from.Format(time.RFC3339Nano), To: to.Format(time.RFC3339Nano),
-		Requests: t.Requests, InputTokens: t.InputTokens, CachedInputTokens: t.CachedInputTokens,
+	return summaryJSON{Object: "usage.summary", KeyID: keyID,
+		From: from.Format(time.RFC3339Nano), To: to.Format(time.RFC3339Nano), totalsJSON: toTotalsJSON(t)}
+}
+
+// toTotalsJSON: cost and currency are the total when there is at most one
+// currency (cost "0" and currency "" when nothing was priced); after a
+// change of currency they are null and costs lists each.
+func toTotalsJSON(t usage.Totals) totalsJSON {
+	out := totalsJSON{Requests: t.Requests, InputTokens: t.InputTokens, CachedInputTokens: t.CachedInputTokens,
 		OutputTokens: t.OutputTokens, ReasoningTokens: t.ReasoningTokens, Costs: []costJSON{}}
 	for cur, c := range t.Costs {
 		out.Costs = append(out.Costs, costJSON{Currency: cur, Cost: c.String()})
@@ -191,8 +372,26 @@ func toSummaryJSON(keyID string, from, to time.Time, t usage.Totals) summaryJSON
 	return out
 }
 
+// toGroupsJSON lists the groups by value, "" (the records without one)
+// first.
+func toGroupsJSON(by string, groups map[string]usage.Totals) []groupJSON {
+	out := make([]groupJSON, 0, len(groups))
+	for _, v := range slices.Sorted(maps.Keys(groups)) {
+		g := groupJSON{totalsJSON: toTotalsJSON(groups[v])}
+		if by == usage.GroupByEndpoint {
+			g.Endpoint = &v
+		} else {
+			g.Session = &v
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
 // servePeerSummary is the view=summary answer of the peer usage endpoint:
-// this replica's own totals, for a sibling to add up.
+// this replica's own totals (of the records matching the endpoint and
+// session parameters; with group_by each group's), for a sibling to add
+// up.
 func (s *Server) servePeerSummary(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	from, err1 := time.Parse(time.RFC3339Nano, q.Get("from"))
@@ -201,14 +400,36 @@ func (s *Server) servePeerSummary(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid from or to"})
 		return
 	}
-	t, err := s.ledger.Summary(r.Context(), q.Get("key_id"), from, to)
-	if err != nil {
+	f, by := peerFilter(q), q.Get("group_by")
+	out := peerSummaryJSON{Applied: peers.AppliedOf(f, by)}
+	var (
+		t      usage.Totals
+		groups map[string]usage.Totals
+		err    error
+	)
+	if by == "" {
+		t, err = s.ledger.SummaryFiltered(r.Context(), q.Get("key_id"), f, from, to)
+	} else {
+		groups, err = s.ledger.SummaryGroups(r.Context(), q.Get("key_id"), f, by, from, to)
+		if err == nil {
+			t, err = sumGroups(groups)
+		}
+	}
+	switch {
+	case errors.Is(err, usage.ErrTooManyGroups):
+		out.TooManyGroups = true
+	case err != nil:
 		code := http.StatusInternalServerError
-		if errors.Is(err, usage.ErrBadRange) || errors.Is(err, usage.ErrInvalidRecord) {
+		if errors.Is(err, usage.ErrBadRange) || errors.Is(err, usage.ErrInvalidRecord) ||
+			errors.Is(err, usage.ErrBadFilter) || errors.Is(err, usage.ErrBadGroup) {
 			code = http.StatusBadRequest
 		}
 		writeJSON(w, code, map[string]string{"error": "usage summary failed"})
 		return
 	}
-	writeJSON(w, http.StatusOK, toPeerTotals(t))
+	out.peerTotalsJSON = toPeerTotals(t)
+	for _, v := range slices.Sorted(maps.Keys(groups)) {
+		out.Groups = append(out.Groups, peerGroupJSON{Value: v, Totals: toPeerTotals(groups[v])})
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -39,9 +39,10 @@ type Meta struct {
 	IncludeUsage bool
 }
 
-// ChatRequest is a caller's POST /v1/chat/completions as the gateway read
-// it: the body exactly as sent (a JSON object the server has validated
-// strictly for the members it reads) and those members.
+// ChatRequest is a caller's generation request (POST /v1/chat/completions,
+// /v1/messages, /v1/responses) as the gateway read it: the body exactly as sent (a JSON
+// object the server has validated strictly for the members it reads) and
+// those members.
 type ChatRequest struct {
 	Body         []byte
 	Stream       bool
@@ -64,6 +65,10 @@ type Answer struct {
 
 // Chunk is one event of a stream in the caller's protocol, ready to write.
 type Chunk struct {
+	// Event is the SSE event name the caller's protocol gives this event
+	// (Anthropic Messages: message_start, content_block_delta...); "" for a
+	// protocol whose events have none (chat-completions).
+	Event string
 	// Data is the event's data (for chat-completions a chat.completion.chunk
 	// JSON object, model the alias), without the "data: " and blank line;
 	// nil when the event carried only what the caller did not ask for (the
@@ -81,7 +86,9 @@ type Chunk struct {
 	Usage *Usage
 }
 
-// ChatPair is one (chat-completions → provider protocol) translator.
+// ChatPair is one (caller's generation protocol → provider protocol)
+// translator: chat-completions (Chat) or Anthropic Messages (Messages)
+// requests to a provider's chat endpoint, and its answers back.
 type ChatPair interface {
 	// Request is the body to send for req, with model the provider's model
 	// name, as segments to send one after the other (a pass-through body is
@@ -96,7 +103,8 @@ type ChatPair interface {
 	Stream(m *Meta) ChatStream
 }
 
-// ChatStream turns the events of one provider stream into chat chunks.
+// ChatStream turns the events of one provider stream into the caller's
+// protocol's events.
 type ChatStream interface {
 	// Event reads one SSE event (its name, "" when it has none, and its
 	// data) and appends the chunks it yields to out. done reports the
@@ -108,6 +116,15 @@ type ChatStream interface {
 	// Meta.IncludeUsage a usage chunk reporting u (the counts the gateway
 	// bills) unless the provider's own usage chunk was relayed already.
 	End(u Usage, out []Chunk) []Chunk
+}
+
+// StreamFailer is implemented by a ChatStream whose protocol ends a failed
+// stream with an event of its own (the Responses API's response.failed):
+// the server calls Fail instead of writing its generic error event. code
+// and message are what the caller is told (already redacted); Fail appends
+// the closing event to out.
+type StreamFailer interface {
+	Fail(code, message string, out []Chunk) []Chunk
 }
 
 // EmbeddingPair is one (embeddings → provider protocol) translator.

@@ -38,13 +38,27 @@ func BenchmarkBeginFinish(b *testing.B) {
 	for _, conc := range []int{1, 8, 64} {
 		for _, dur := range []time.Duration{0, 100 * time.Millisecond} {
 			b.Run(fmt.Sprintf("conc=%d/dur=%v", conc, dur), func(b *testing.B) {
-				benchBeginFinish(b, conc, dur)
+				benchBeginFinish(b, conc, dur, false)
 			})
 		}
 	}
 }
 
-func benchBeginFinish(b *testing.B, conc int, dur time.Duration) {
+// BenchmarkBeginFinishSessions is BenchmarkBeginFinish with every request
+// in an agent session, one session per concurrent caller (an agent sends
+// its requests one after another): every row also enters the session
+// index.
+func BenchmarkBeginFinishSessions(b *testing.B) {
+	for _, conc := range []int{1, 8, 64} {
+		for _, dur := range []time.Duration{0, 100 * time.Millisecond} {
+			b.Run(fmt.Sprintf("conc=%d/dur=%v", conc, dur), func(b *testing.B) {
+				benchBeginFinish(b, conc, dur, true)
+			})
+		}
+	}
+}
+
+func benchBeginFinish(b *testing.B, conc int, dur time.Duration, sessions bool) {
 	l := benchLedger(b, Options{})
 	ctx := context.Background()
 	var n atomic.Int64
@@ -52,17 +66,22 @@ func benchBeginFinish(b *testing.B, conc int, dur time.Duration) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := processCPU()
-	for range conc {
+	for w := range conc {
+		session := ""
+		if sessions {
+			session = fmt.Sprintf("0f9c2d1e-5a6b-4c3d-8e7f-%012d", w)
+		}
 		wg.Go(func() {
 			for n.Add(1) <= int64(b.N) {
 				id := NewRequestID()
-				if err := l.Begin(Record{RequestID: id, ClientRequestID: "c", CreatedAt: time.Now()}); err != nil {
+				if err := l.Begin(Record{RequestID: id, ClientRequestID: "c", Endpoint: EndpointChat, Session: session, CreatedAt: time.Now()}); err != nil {
 					b.Error(err)
 				}
 				if dur > 0 {
 					time.Sleep(dur)
 				}
 				r := finalRecord(id, "key-a")
+				r.Session = session
 				r.CreatedAt = time.Now()
 				if err := l.Finish(ctx, r); err != nil {
 					b.Error(err)

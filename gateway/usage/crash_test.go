@@ -18,6 +18,9 @@ import (
 
 const crashEnv = "LLMGW_USAGE_CRASH_CHILD"
 
+// crashSession is the session of the records the child reports.
+const crashSession = "codex-session-7"
+
 // crashModes are the writer settings the crash test runs under. "rows"
 // commits rows as the gateway does, with a journal small enough to be
 // rewritten many times during the churn. In "journal-only" the writer
@@ -44,14 +47,16 @@ func crashChild(path string, opts Options) {
 		if err := l.Begin(Record{RequestID: id}); err != nil {
 			fail(err)
 		}
-		if err := l.Finish(ctx, finalRecord(id, "crash-key")); err != nil {
+		r := finalRecord(id, "crash-key")
+		r.Session = crashSession
+		if err := l.Finish(ctx, r); err != nil {
 			fail(err)
 		}
 		fmt.Println("finished", id)
 	}
 	for range 50 {
 		id := NewRequestID()
-		if err := l.Begin(Record{RequestID: id, KeyID: "crash-key", Stream: true}); err != nil {
+		if err := l.Begin(Record{RequestID: id, KeyID: "crash-key", Stream: true, Endpoint: EndpointResponses, Session: crashSession}); err != nil {
 			fail(err)
 		}
 		fmt.Println("begun", id)
@@ -161,8 +166,13 @@ func testCrashRecovery(t *testing.T, mode string) {
 		if r.Status != status || r.FinishedAt.IsZero() {
 			t.Fatalf("%s: status %s finished %v, want %s", id, r.Status, r.FinishedAt, status)
 		}
-		if status == StatusSuccess && (r.InputTokens != 5 || r.OutputTokens != 7 || len(r.Attempts) != 1) {
+		if status == StatusSuccess && (r.InputTokens != 5 || r.OutputTokens != 7 || len(r.Attempts) != 1 ||
+			r.Endpoint != EndpointChat || r.Session != crashSession) {
 			t.Fatalf("%s: final record lost its fields: %+v", id, r)
+		}
+		// An interrupted record keeps what its Begin said.
+		if status == StatusInterrupted && (r.Endpoint != EndpointResponses || r.Session != crashSession || !r.Stream) {
+			t.Fatalf("%s: interrupted record lost its Begin's fields: %+v", id, r)
 		}
 	}
 	// Each request id exactly once, and the listing sees every one.
@@ -181,6 +191,20 @@ func testCrashRecovery(t *testing.T, mode string) {
 	for id := range want {
 		if listed[id] != 1 {
 			t.Fatalf("%s missing from the listing", id)
+		}
+	}
+	// The session's listing (its partial index) holds exactly the
+	// reported records, each once.
+	inSession := map[string]int{}
+	for _, r := range listAllFiltered(t, l, "crash-key", Filter{Session: crashSession}, 7) {
+		inSession[r.RequestID]++
+	}
+	if len(inSession) != len(want) {
+		t.Fatalf("session listing has %d records, want the %d reported", len(inSession), len(want))
+	}
+	for id := range want {
+		if inSession[id] != 1 {
+			t.Fatalf("%s listed %d times in its session", id, inSession[id])
 		}
 	}
 	if err := l.Close(); err != nil {

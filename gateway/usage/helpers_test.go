@@ -51,6 +51,7 @@ func beginWait(t testing.TB, l *Ledger, r Record) {
 func finalRecord(id, key string) Record {
 	return Record{
 		RequestID:      id,
+		Endpoint:       EndpointChat,
 		KeyID:          key,
 		KeyFingerprint: "0123456789ab",
 		Alias:          "chat-alpha",

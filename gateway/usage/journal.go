@@ -35,6 +35,8 @@ import (
 type journalLine struct {
 	RequestID       string `json:"id"`
 	ClientRequestID string `json:"cid,omitzero"`
+	Endpoint        string `json:"ep,omitzero"`
+	Session         string `json:"sid,omitzero"`
 	KeyID           string `json:"key,omitzero"`
 	KeyFingerprint  string `json:"fp,omitzero"`
 	Alias           string `json:"alias,omitzero"`
@@ -62,7 +64,7 @@ type journalLine struct {
 // lineOf is o's journal line, with its newline.
 func lineOf(o *op) ([]byte, error) {
 	r := &o.rec
-	jl := journalLine{RequestID: r.RequestID, ClientRequestID: r.ClientRequestID, KeyID: r.KeyID,
+	jl := journalLine{RequestID: r.RequestID, ClientRequestID: r.ClientRequestID, Endpoint: r.Endpoint, Session: r.Session, KeyID: r.KeyID,
 		KeyFingerprint: r.KeyFingerprint, Alias: r.Alias, Provider: r.Provider, ProviderModel: r.ProviderModel,
 		Stream: r.Stream, CreatedAtUs: toMicros(r.CreatedAt)}
 	if o.attempts != "[]" { // what nearly every Begin has; opOf puts it back
@@ -83,7 +85,7 @@ func lineOf(o *op) ([]byte, error) {
 // opOf is the ledger operation a line stands for.
 func opOf(jl *journalLine) *op {
 	o := &op{kind: opBegin, attempts: jl.Attempts, rec: Record{RequestID: jl.RequestID,
-		ClientRequestID: jl.ClientRequestID, KeyID: jl.KeyID, KeyFingerprint: jl.KeyFingerprint, Alias: jl.Alias,
+		ClientRequestID: jl.ClientRequestID, Endpoint: jl.Endpoint, Session: jl.Session, KeyID: jl.KeyID, KeyFingerprint: jl.KeyFingerprint, Alias: jl.Alias,
 		Provider: jl.Provider, ProviderModel: jl.ProviderModel, Status: StatusInProgress, Stream: jl.Stream,
 		CreatedAt: fromMicros(jl.CreatedAtUs)}}
 	if o.attempts == "" {

@@ -146,10 +146,12 @@ func TestJournalLineRoundTrips(t *testing.T) {
 	full := finalRecord("req_full", "key-a")
 	full.ClientRequestID, full.Stream, full.ErrorType, full.Fallbacks = `c"1\`, true, "upstream_cut", 2
 	full.CachedInputTokens, full.ReasoningTokens, full.Cost, full.Currency = 3, 4, money.Picos(123456789), "EUR"
+	full.Endpoint, full.Session = EndpointResponses, `codex "s" \ 1`
 	full.CreatedAt = time.Date(2026, 12, 7, 10, 0, 0, 123456000, time.UTC)
 	full.FinishedAt = full.CreatedAt.Add(1500 * time.Millisecond)
 	full.Attempts = append(full.Attempts, Attempt{Provider: "tab\tnl\n<&>\u2028", Outcome: OutcomeStatus, StatusCode: 503})
-	begin := Record{RequestID: "req_begin", KeyID: "ünïcödé 漢字", Status: StatusInProgress, CreatedAt: full.CreatedAt}
+	begin := Record{RequestID: "req_begin", KeyID: "ünïcödé 漢字", Status: StatusInProgress, CreatedAt: full.CreatedAt,
+		Endpoint: EndpointMessages, Session: "claude-session-1"}
 	for _, o := range []*op{
 		{kind: opFinish, rec: full},
 		{kind: opBegin, rec: begin},
@@ -192,7 +194,7 @@ func TestOpenReplaysTheJournal(t *testing.T) {
 	open, cut := NewRequestID(), NewRequestID()
 	created := time.Now().Add(-time.Minute).Truncate(time.Microsecond)
 	lines := []string{
-		`{"id":"` + open + `","cid":"client-1","key":"key-a","fp":"0123456789ab","alias":"chat","stream":true,"created_us":` + strconv.FormatInt(created.UnixMicro(), 10) + `}`,
+		`{"id":"` + open + `","cid":"client-1","ep":"messages","sid":"sess-9","key":"key-a","fp":"0123456789ab","alias":"chat","stream":true,"created_us":` + strconv.FormatInt(created.UnixMicro(), 10) + `}`,
 		`{"id":"` + done + `","key":"key-a","created_us":1}`, // has its final row: untouched
 		`not json`,
 		`{"key":"no-id","created_us":1}`,
@@ -210,7 +212,7 @@ func TestOpenReplaysTheJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Status != StatusInterrupted || got.KeyID != "key-a" || got.ClientRequestID != "client-1" ||
-		got.Alias != "chat" || !got.Stream || !got.CreatedAt.Equal(created) || got.FinishedAt.IsZero() {
+		got.Endpoint != EndpointMessages || got.Session != "sess-9" || got.Alias != "chat" || !got.Stream || !got.CreatedAt.Equal(created) || got.FinishedAt.IsZero() {
 		t.Fatalf("replayed record = %+v", got)
 	}
 	if s := statusOf(t, l, done); s != StatusSuccess {
@@ -254,7 +256,7 @@ func TestOpenReplaysFinalRecords(t *testing.T) {
 		return `{"id":"` + id + `","key":"key-a","fp":"0123456789ab","alias":"chat","created_us":` + cu + `}`
 	}
 	final := func(id string) string {
-		return `{"id":"` + id + `","cid":"client-9","key":"key-a","fp":"0123456789ab","alias":"chat","prov":"alpha","pm":"alpha-large",` +
+		return `{"id":"` + id + `","cid":"client-9","ep":"embeddings","sid":"s-fin","key":"key-a","fp":"0123456789ab","alias":"chat","prov":"alpha","pm":"alpha-large",` +
 			`"att":"[{\"p\":\"alpha\",\"o\":\"ok\",\"s\":200}]","created_us":` + cu + `,"st":"partial","hs":200,"et":"upstream_cut","fb":1,` +
 			`"in":11,"out":13,"cin":3,"rt":2,"cost":4500,"cur":"USD","lat":1500,"fin_us":` + fu + `}`
 	}
@@ -281,7 +283,7 @@ func TestOpenReplaysFinalRecords(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got.Status != StatusPartial || got.HTTPStatus != 200 || got.ErrorType != "upstream_cut" || got.Fallbacks != 1 ||
-			got.ClientRequestID != "client-9" || got.Provider != "alpha" || got.ProviderModel != "alpha-large" ||
+			got.ClientRequestID != "client-9" || got.Endpoint != EndpointEmbeddings || got.Session != "s-fin" || got.Provider != "alpha" || got.ProviderModel != "alpha-large" ||
 			got.InputTokens != 11 || got.OutputTokens != 13 || got.CachedInputTokens != 3 || got.ReasoningTokens != 2 ||
 			got.Cost != money.Picos(4500) || got.Currency != "USD" || got.LatencyMs != 1500 ||
 			len(got.Attempts) != 1 || got.Attempts[0].Outcome != OutcomeOK || !got.FinishedAt.Equal(finished) {

@@ -59,6 +59,32 @@ var migrations = []string{
 	// (TestListUsesTheKeyIndexBackwards).
 	`DROP INDEX usage_records_key;
 	CREATE INDEX usage_records_key ON usage_records (key_id, request_id);`,
+	// 4: the endpoint a request came in on ("chat", "embeddings",
+	// "messages", "responses") and the caller's agent session id ("" when
+	// none). Adding a column with a constant default rewrites no row.
+	//
+	// Old rows are not backfilled: they keep endpoint ''. Before this
+	// version a record could be a chat or an embeddings request, and no
+	// column tells them apart (an embeddings record is a success with no
+	// output tokens, and so is many a chat record); a record refused
+	// before its body was read could have been either. Writing "chat" into
+	// every old row would count embeddings spend as chat spend, silently,
+	// and rewrite the whole table inside Open. '' says what is known: the
+	// record predates the column.
+	//
+	// The partial index serves a key's listing and totals of one session:
+	// sessions are many and each holds a small part of a key's records, so
+	// walking usage_records_key would read a key's whole history to find
+	// one session's page. Only rows with a session enter it, so a request
+	// without one costs no extra index write. It ends in request_id so a
+	// session's page is walked newest first without a sort. The endpoint
+	// filter has no index of its own: an index on it would cost every row
+	// a write, and with four values a page of one endpoint is found by
+	// walking the key's index and skipping the others' rows (more of them
+	// for an endpoint a key rarely uses).
+	`ALTER TABLE usage_records ADD COLUMN endpoint TEXT NOT NULL DEFAULT '';
+	ALTER TABLE usage_records ADD COLUMN session TEXT NOT NULL DEFAULT '';
+	CREATE INDEX usage_records_key_session ON usage_records (key_id, session, request_id) WHERE session != '';`,
 }
 
 // migrate brings the schema to the newest version in one IMMEDIATE

@@ -21,46 +21,66 @@ const cursorVersion byte = 1
 const selectCols = `request_id, client_request_id, key_id, key_fingerprint, alias, provider, provider_model,
 	status, http_status, error_type, fallbacks, attempts, stream,
 	input_tokens, output_tokens, cached_input_tokens, reasoning_tokens, cost_picos, currency,
-	latency_ms, created_at_us, finished_at_us`
+	latency_ms, endpoint, session, created_at_us, finished_at_us`
 
-// The listing's first page and the pages after a cursor; both walk the
-// (key_id, request_id) index backwards (TestListUsesTheKeyIndexBackwards).
-const (
-	listSQL = `SELECT ` + selectCols + ` FROM usage_records
-		WHERE key_id = ? AND status != 'in_progress'
-		ORDER BY request_id DESC LIMIT ?`
-	listAfterSQL = `SELECT ` + selectCols + ` FROM usage_records
-		WHERE key_id = ? AND request_id < ? AND status != 'in_progress'
-		ORDER BY request_id DESC LIMIT ?`
-)
+// listQuery is the listing's statement and arguments: keyID's final
+// records matching f, older than the request id after when it is not "",
+// newest first. Without a session it walks the (key_id, request_id) index
+// backwards, with one the session's partial index, and never sorts
+// (TestListWalksAnIndexBackwards).
+func listQuery(keyID string, f Filter, after string, limit int) (string, []any) {
+	args := make([]any, 0, 5)
+	args = append(args, keyID)
+	where, args := f.where(args)
+	if after != "" {
+		where += ` AND request_id < ?`
+		args = append(args, after)
+	}
+	return `SELECT ` + selectCols + ` FROM usage_records
+		WHERE key_id = ?` + where + ` AND status != 'in_progress'
+		ORDER BY request_id DESC LIMIT ?`, append(args, limit)
+}
 
-// List returns keyID's final records, newest first (by RequestID, which is
-// time-ordered), at most limit of them (0 means DefaultListLimit; others are
-// clamped to 1..MaxListLimit). cursor is "" for the first page or a next
-// value from an earlier call; a malformed cursor is ErrBadCursor.
+// List is ListFiltered without a filter: every one of keyID's final
+// records (the form callers that never filter keep using).
+func (l *Ledger) List(ctx context.Context, keyID string, limit int, cursor string) (recs []Record, next string, hasMore bool, err error) {
+	return l.ListFiltered(ctx, keyID, Filter{}, limit, cursor)
+}
+
+// ListFiltered returns keyID's final records that match f, newest first (by
+// RequestID, which is time-ordered), at most limit of them (0 means
+// DefaultListLimit; others are clamped to 1..MaxListLimit). cursor is ""
+// for the first page or a next value from an earlier call; a malformed
+// cursor is ErrBadCursor, an invalid filter ErrBadFilter.
+//
+// A cursor is a position in time, "older than this request", and holds no
+// filter: a cursor from a listing with one filter, used with another,
+// lists the second filter's records older than that position. Paging with
+// the same filter throughout sees each of its records exactly once.
 //
 // In-progress records are left out: a listing shows each request once, in
 // its final state, and never a row that is still going to change. (Such a
 // request shows up once finished; a page already fetched is not revisited.)
 // An empty keyID is refused rather than listing unauthenticated traffic.
-func (l *Ledger) List(ctx context.Context, keyID string, limit int, cursor string) (recs []Record, next string, hasMore bool, err error) {
+func (l *Ledger) ListFiltered(ctx context.Context, keyID string, f Filter, limit int, cursor string) (recs []Record, next string, hasMore bool, err error) {
 	if err = l.sync(ctx); err != nil {
 		return nil, "", false, err
 	}
 	if keyID == "" {
 		return nil, "", false, errKeyRequired
 	}
-	limit = ClampLimit(limit)
-	var rows *sql.Rows
-	if cursor == "" {
-		rows, err = l.r.QueryContext(ctx, listSQL, keyID, limit+1)
-	} else {
-		after, cerr := DecodeCursor(cursor)
-		if cerr != nil {
-			return nil, "", false, cerr
-		}
-		rows, err = l.r.QueryContext(ctx, listAfterSQL, keyID, after, limit+1)
+	if err = f.Validate(); err != nil {
+		return nil, "", false, err
 	}
+	limit = ClampLimit(limit)
+	after := ""
+	if cursor != "" {
+		if after, err = DecodeCursor(cursor); err != nil {
+			return nil, "", false, err
+		}
+	}
+	q, args := listQuery(keyID, f, after, limit+1)
+	rows, err := l.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, "", false, fmt.Errorf("usage: list: %w", err)
 	}
@@ -183,7 +203,7 @@ func scanRecord(s scanner) (Record, error) {
 	)
 	err := s.Scan(&r.RequestID, &r.ClientRequestID, &r.KeyID, &r.KeyFingerprint, &r.Alias, &r.Provider, &r.ProviderModel,
 		&r.Status, &httpStatus, &r.ErrorType, &fbk, &attempts, &stream,
-		&inTok, &outTok, &cached, &reason, &cost, &r.Currency, &latency, &created, &finished)
+		&inTok, &outTok, &cached, &reason, &cost, &r.Currency, &latency, &r.Endpoint, &r.Session, &created, &finished)
 	if err != nil {
 		return Record{}, err
 	}

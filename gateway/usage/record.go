@@ -80,19 +80,27 @@ type Attempt struct {
 type Record struct {
 	RequestID       string // gateway-generated, time-ordered (see NewRequestID)
 	ClientRequestID string // echoed client id, may be empty
-	KeyID           string // empty when unauthenticated
-	KeyFingerprint  string // empty when unauthenticated
-	Alias           string
-	Provider        string // the provider that produced the final answer
-	ProviderModel   string
-	Status          string
-	HTTPStatus      int
-	ErrorType       string
-	Fallbacks       int
-	Attempts        []Attempt
-	Stream          bool
-	InputTokens     int
-	OutputTokens    int
+	// Endpoint is the API the request came in on (EndpointChat...), set by
+	// the server; "" on records written before the ledger stored it.
+	Endpoint string
+	// Session is the caller's agent session id (Claude Code's
+	// X-Claude-Code-Session-Id, Codex's session id), "" when it sent none.
+	// The server sanitizes it (ValidSession); the ledger stores it as is.
+	Session string
+
+	KeyID          string // empty when unauthenticated
+	KeyFingerprint string // empty when unauthenticated
+	Alias          string
+	Provider       string // the provider that produced the final answer
+	ProviderModel  string
+	Status         string
+	HTTPStatus     int
+	ErrorType      string
+	Fallbacks      int
+	Attempts       []Attempt
+	Stream         bool
+	InputTokens    int
+	OutputTokens   int
 	// CachedInputTokens are the part of InputTokens the provider served
 	// from its prompt cache; ReasoningTokens the part of OutputTokens spent
 	// on reasoning. Both are priced apart (money.Cost).

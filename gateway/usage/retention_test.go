@@ -18,6 +18,7 @@ func fill(t *testing.T, l *Ledger, prefix string, n int, created time.Time) []st
 		r := finalRecord(ids[i], "k")
 		r.CreatedAt = created
 		r.ClientRequestID = strings.Repeat("x", 200) // some bulk per row for the size bound
+		r.Session = prefix                           // the session index is pruned with its rows
 		beginWait(t, l, r)
 		if err := l.Finish(ctxT(t), r); err != nil {
 			t.Fatal(err)
@@ -55,6 +56,12 @@ func TestPruneByAgeKeepsNewAndInProgress(t *testing.T) {
 	}
 	if st := l.RetentionStats(); st.DroppedByAge != uint64(len(old)) || st.DroppedBySize != 0 {
 		t.Fatalf("stats %+v", st)
+	}
+	if n := len(listAllFiltered(t, l, "k", Filter{Session: "req_a"}, 0)); n != 0 {
+		t.Fatalf("the dropped records' session still lists %d", n)
+	}
+	if n := len(listAllFiltered(t, l, "k", Filter{Session: "req_b"}, 0)); n != len(fresh) {
+		t.Fatalf("the kept records' session lists %d, want %d", n, len(fresh))
 	}
 }
 

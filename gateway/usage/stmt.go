@@ -146,8 +146,8 @@ const insertSQL = `INSERT INTO usage_records (
 	request_id, client_request_id, key_id, key_fingerprint, alias, provider, provider_model,
 	status, http_status, error_type, fallbacks, attempts, stream,
 	input_tokens, output_tokens, cached_input_tokens, reasoning_tokens, cost_picos, currency,
-	latency_ms, created_at_us, finished_at_us
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	latency_ms, endpoint, session, created_at_us, finished_at_us
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (request_id) DO NOTHING`
 
 // The status guard is what makes Finish exactly-once: only an in_progress
@@ -156,7 +156,7 @@ const finishSQL = `UPDATE usage_records SET
 	client_request_id = ?, key_id = ?, key_fingerprint = ?, alias = ?, provider = ?, provider_model = ?,
 	status = ?, http_status = ?, error_type = ?, fallbacks = ?, attempts = ?, stream = ?,
 	input_tokens = ?, output_tokens = ?, cached_input_tokens = ?, reasoning_tokens = ?, cost_picos = ?, currency = ?,
-	latency_ms = ?, finished_at_us = ?
+	latency_ms = ?, endpoint = ?, session = ?, finished_at_us = ?
 WHERE request_id = ? AND status = 'in_progress'`
 
 const pingSQL = `INSERT INTO ledger_meta (k, v) VALUES ('last_ping', ?)
@@ -245,30 +245,30 @@ func (s writerStmts) insertArgs(o *op, finished int64) []driver.NamedValue {
 // them (int64, not int: no converter runs between here and SQLite);
 // finished is a final record's, and NULL for any other op's row.
 func insertArgs(dst []driver.NamedValue, o *op, finished int64) []driver.NamedValue {
-	a := rowArgs(dst).sized(22)
+	a := rowArgs(dst).sized(24)
 	a.str(0, o.rec.RequestID)
 	recordArgs(a, 1, o)
-	a.int(20, toMicros(o.rec.CreatedAt))
+	a.int(22, toMicros(o.rec.CreatedAt))
 	if o.kind == opFinish {
-		a.int(21, finished)
+		a.int(23, finished)
 	} else {
-		a[21].Value = nil // an in_progress row's
+		a[23].Value = nil // an in_progress row's
 	}
 	return a
 }
 
 // finishArgs are the update's arguments for o, in s.args, the same way.
 func (s writerStmts) finishArgs(o *op, finished int64) []driver.NamedValue {
-	a := rowArgs(*s.args).sized(21)
+	a := rowArgs(*s.args).sized(23)
 	recordArgs(a, 0, o)
-	a.int(19, finished)
-	a.str(20, o.rec.RequestID)
+	a.int(21, finished)
+	a.str(22, o.rec.RequestID)
 	*s.args = a
 	return a
 }
 
-// recordArgs sets the 19 columns the insert and the update share, in their
-// order (client_request_id through latency_ms), from position at.
+// recordArgs sets the 21 columns the insert and the update share, in their
+// order (client_request_id through session), from position at.
 func recordArgs(a rowArgs, at int, o *op) {
 	r := &o.rec
 	for i, v := range [...]string{r.ClientRequestID, r.KeyID, r.KeyFingerprint, r.Alias, r.Provider, r.ProviderModel, r.Status} {
@@ -284,4 +284,6 @@ func recordArgs(a rowArgs, at int, o *op) {
 	}
 	a.str(at+17, r.Currency)
 	a.int(at+18, r.LatencyMs)
+	a.str(at+19, r.Endpoint)
+	a.str(at+20, r.Session)
 }

@@ -33,7 +33,8 @@ func TestBeginFinishRoundTrip(t *testing.T) {
 	ctx := ctxT(t)
 	created := time.Date(2026, 3, 4, 5, 6, 7, 891234567, time.FixedZone("X", 3600))
 	id := NewRequestID()
-	begin := Record{RequestID: id, ClientRequestID: "client-1", Stream: true, CreatedAt: created}
+	begin := Record{RequestID: id, ClientRequestID: "client-1", Endpoint: EndpointMessages,
+		Session: "0f9c2d1e-claude-code session", Stream: true, CreatedAt: created}
 	beginWait(t, l, begin)
 
 	got, err := l.Get(ctx, id)
@@ -51,6 +52,8 @@ func TestBeginFinishRoundTrip(t *testing.T) {
 	final := Record{
 		RequestID:       id,
 		ClientRequestID: "client-1",
+		Endpoint:        EndpointMessages,
+		Session:         "0f9c2d1e-claude-code session",
 		KeyID:           "key-a",
 		KeyFingerprint:  "abcdef012345",
 		Alias:           "chat-alpha",
@@ -445,10 +448,16 @@ func TestFinishContextCancelledKeepsTheRecord(t *testing.T) {
 
 func listAll(t *testing.T, l *Ledger, key string, limit int) []Record {
 	t.Helper()
+	return listAllFiltered(t, l, key, Filter{}, limit)
+}
+
+// listAllFiltered pages through key's records matching f, limit a page.
+func listAllFiltered(t *testing.T, l *Ledger, key string, f Filter, limit int) []Record {
+	t.Helper()
 	var all []Record
 	cursor := ""
 	for page := 0; ; page++ {
-		recs, next, more, err := l.List(ctxT(t), key, limit, cursor)
+		recs, next, more, err := l.ListFiltered(ctxT(t), key, f, limit, cursor)
 		if err != nil {
 			t.Fatal(err)
 		}

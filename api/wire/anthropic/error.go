@@ -5,6 +5,9 @@ package anthropic
 type ErrorResponse struct {
 	Type  string      `json:"type"` // TypeError
 	Error ErrorDetail `json:"error"`
+	// RequestID is the id of the request that failed, as Anthropic's API
+	// writes it into an error answer (it also sends it in request-id).
+	RequestID string `json:"request_id,omitzero"`
 }
 
 // ErrorDetail says what failed; Type is e.g. invalid_request_error,

@@ -28,6 +28,9 @@ type MessagesRequest struct {
 	ServiceTier       jsontext.Value `json:"service_tier,omitzero"`
 	MCPServers        jsontext.Value `json:"mcp_servers,omitzero"`
 	Container         jsontext.Value `json:"container,omitzero"`
+	// CacheControl is the request-wide cache breakpoint (automatic prompt
+	// caching: the provider places it on the last cacheable block).
+	CacheControl jsontext.Value `json:"cache_control,omitzero"`
 }
 
 // Tool is one tool the model may use. A client tool has a Name, an
@@ -40,6 +43,9 @@ type Tool struct {
 	Description  string         `json:"description,omitzero"`
 	InputSchema  jsontext.Value `json:"input_schema,omitzero"`
 	CacheControl jsontext.Value `json:"cache_control,omitzero"`
+	// Strict asks that the tool's name and input follow InputSchema
+	// exactly (structured outputs for tools).
+	Strict *bool `json:"strict,omitzero"`
 }
 
 // ToolChoice says whether and which tool the model must use: Type auto,
@@ -214,4 +220,12 @@ type Usage struct {
 	CacheCreationInputTokens *int `json:"cache_creation_input_tokens,omitzero"`
 	CacheReadInputTokens     *int `json:"cache_read_input_tokens,omitzero"`
 	OutputTokens             *int `json:"output_tokens,omitzero"`
+}
+
+// CountTokensResponse is the answer of POST /v1/messages/count_tokens,
+// whose request is a MessagesRequest without max_tokens (stream and
+// sampling members have no meaning there): the input tokens the request
+// would be billed.
+type CountTokensResponse struct {
+	InputTokens int `json:"input_tokens"`
 }
