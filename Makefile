@@ -62,7 +62,7 @@ run: build ## start the local stack: both mock providers and the gateway on loop
 # What CI runs (.ci/run): the checks, the README's test command, then the kind
 # suite (make test-e2e-kind, hack/e2e/e2e.mk), which builds the offline node
 # image and the cluster when they are missing.
-TEST_ALL := build lint verify-tidy verify-generated verify-docs verify-chart test bench-smoke test-e2e-kind
+TEST_ALL := build lint verify-tidy verify-generated verify-docs verify-chart test test-agents bench-smoke test-e2e-kind
 .PHONY: test-all ci-steps
 test-all: $(TEST_ALL) ## everything CI runs
 

@@ -165,8 +165,8 @@ func writePrivate(path string, data []byte) error {
 
 func printBanner(w io.Writer, gw, alpha, beta, envPath, stateDir string) {
 	fmt.Fprintf(w, `llmgw local stack is up.
-  gateway      %s   (OpenAI-compatible: /v1/chat/completions, /v1/embeddings, /v1/models, /v1/usage, /health)
-  mock alpha   %s   (OpenAI protocol)
+  gateway      %s   (/v1/chat/completions, /v1/responses, /v1/messages, /v1/embeddings, /v1/models, /v1/usage, /health)
+  mock alpha   %s   (OpenAI protocol, with the Responses API)
   mock beta    %s   (Anthropic-Messages protocol; its upstream key is injected by the gateway)
   keys         %s   (mode 0600: LLMGW_KEY_A may use chat-alpha, chat-beta, chat-restricted, embed-alpha; LLMGW_KEY_B all but chat-restricted)
   usage db     %s

@@ -30,6 +30,8 @@ package translate
 //   - metadata
 //   - service_tier
 //   - citations on blocks
+//   - a tool's defer_loading (tool search: the tool is declared up front)
+//     and input_examples
 //
 // Not carried: a request with any of these is refused with *NotCarried
 // naming the parameter, before anything is sent, so that the route is
@@ -45,8 +47,7 @@ package translate
 //   - image sources of type file (an uploaded file OpenAI cannot read)
 //   - output_config.format of another type than json_schema
 //   - members the protocol's request has that this pair does not model
-//     (inference_geo, speed, output_format, tools[].defer_loading...), and
-//     unknown ones
+//     (inference_geo, speed, output_format...), and unknown ones
 type anthropicToOpenAI struct{}
 
 func (anthropicToOpenAI) Stream(m *Meta) ChatStream { return newAOStream(m) }

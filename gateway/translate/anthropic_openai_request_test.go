@@ -29,7 +29,8 @@ func TestAnthropicToOpenAIRequestGolden(t *testing.T) {
 		name   string
 		stream bool
 	}{
-		// Claude Code: system blocks with cache_control, twelve tools,
+		// Claude Code: system blocks with cache_control, thirteen tools (one
+		// with defer_loading, as Claude Code 2.1.337 sends),
 		// thinking adaptive, context_management, output_config.effort,
 		// metadata, thinking blocks in the history, a system message inside
 		// messages, max_tokens 128000, a stream.
@@ -169,7 +170,7 @@ func TestAnthropicToOpenAINotCarried(t *testing.T) {
 		{"unknown member output_format", "output_format", body(`,"output_format":{"type":"json_schema","schema":{}}`)},
 		{"web search tool", "tools[0].type", body(`,"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":5}]`)},
 		{"bash tool", "tools[1].type", body(`,"tools":[{"name":"f","input_schema":{"type":"object"}},{"type":"bash_20250124","name":"bash"}]`)},
-		{"tool member", "tools[0].defer_loading", body(`,"tools":[{"name":"f","input_schema":{"type":"object"},"defer_loading":true}]`)},
+		{"tool member", "tools[0].eager_input_streaming", body(`,"tools":[{"name":"f","input_schema":{"type":"object"},"eager_input_streaming":true}]`)},
 		{"tool_choice type", "tool_choice.type", body(tool + `,"tool_choice":{"type":"some"}`)},
 		{"output format type", "output_config.format.type", body(`,"output_config":{"format":{"type":"text"}}`)},
 		{"output format without schema", "output_config.format.schema", body(`,"output_config":{"format":{"type":"json_schema"}}`)},

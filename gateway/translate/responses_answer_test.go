@@ -25,11 +25,17 @@ const rsAnswerRequest = `{"model":"gpt-x","instructions":"Be brief.","input":"hi
 	`"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}},` +
 	`{"type":"custom","name":"apply_patch","description":"Edit files."}]}`
 
-// rsPairFor is a pair of dir's protocol that translated rsAnswerRequest.
+// rsPairFor is a pair of dir's protocol that translated rsAnswerRequest,
+// indented: what the answer echoes of it must be compact all the same (an
+// event's data is one line).
 func rsPairFor(t testing.TB, pair func() ChatPair, stream bool) ChatPair {
 	t.Helper()
 	p := pair()
-	if _, err := p.Request(&ChatRequest{Body: []byte(rsAnswerRequest), Stream: stream}, "m"); err != nil {
+	body := jsontext.Value(rsAnswerRequest)
+	if err := body.Indent(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Request(&ChatRequest{Body: body, Stream: stream}, "m"); err != nil {
 		t.Fatal(err)
 	}
 	return p

@@ -3,6 +3,7 @@ package translate
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -48,10 +49,10 @@ import (
 //   - truncation "auto"
 //   - prompt (a stored prompt template)
 //   - top_logprobs (other than 0)
-//   - built-in tools (web_search, file_search, computer_use_preview,
-//     code_interpreter, image_generation, mcp, local_shell, shell,
-//     apply_patch, namespace...) and tool_choice naming one, or
-//     allowed_tools
+//   - built-in tools a client runs or that need a server of OpenAI's
+//     (mcp, local_shell, shell, apply_patch...), a tool_choice naming any
+//     built-in tool, and allowed_tools; the hosted tools and namespaces of
+//     rsLeftOut are left out instead (responses_tools.go)
 //   - item_reference items, and items of built-in tools' calls
 //     (web_search_call, local_shell_call, ...)
 //   - input_file parts, and input_image parts given by file_id
@@ -90,7 +91,8 @@ type rsRequest struct {
 	msgs   []rsMsg
 	tools  []rsTool
 	choice rsChoice
-	// format is text.format's type ("" for text) and the format.
+	// format is text.format when it asks for JSON (json_object or
+	// json_schema); nil for text.
 	format *openai.ResponsesTextFormat
 	echo   rsEcho
 }
@@ -157,13 +159,37 @@ func rsRead(body []byte) (*rsRequest, error) {
 		// after its type, which are not the caller's mistake).
 		var lax openai.ResponsesRequest
 		if errors.Is(err, json.ErrUnknownName) && json.Unmarshal(body, &lax) == nil {
-			if _, err := rsBuild(&lax, body); err != nil {
-				return nil, err
+			rq, buildErr := rsBuild(&lax, body)
+			if buildErr != nil {
+				return nil, buildErr
+			}
+			// The unknown member is one of a tool that is left out: the
+			// tool's own business, which the translation does not read.
+			if rsInLeftOutTool(err, &lax) {
+				return rq, nil
 			}
 		}
 		return nil, nc
 	}
 	return rsBuild(&r, body)
+}
+
+// rsInLeftOutTool reports whether every unknown member the strict decode
+// found (err) is in a tool rsTools leaves out.
+func rsInLeftOutTool(err error, r *openai.ResponsesRequest) bool {
+	var se *json.SemanticError
+	if !errors.As(err, &se) {
+		return false
+	}
+	var tokens []string
+	for tok := range se.JSONPointer.Tokens() {
+		tokens = append(tokens, tok)
+	}
+	if len(tokens) < 3 || tokens[0] != "tools" {
+		return false
+	}
+	i, convErr := strconv.Atoi(tokens[1])
+	return convErr == nil && i >= 0 && i < len(r.Tools) && rsLeftOut[r.Tools[i].Type]
 }
 
 func rsBuild(r *openai.ResponsesRequest, body []byte) (*rsRequest, error) {
@@ -390,121 +416,6 @@ func rsParts(items []openai.ContentItem, param string) ([]rsPart, error) {
 		parts = append(parts, p)
 	}
 	return parts, nil
-}
-
-// rsTools reads the tools as functions, and the names of custom tools
-// into custom.
-func rsTools(tools []openai.ResponsesTool, custom map[string]bool) ([]rsTool, error) {
-	out := make([]rsTool, 0, len(tools))
-	for i := range tools {
-		t := &tools[i]
-		param := fmt.Sprintf("tools[%d]", i)
-		switch t.Type {
-		case openai.ResponsesToolFunction:
-			schema := t.Parameters
-			if rsIsNull(schema) {
-				schema = rsEmptySchema
-			}
-			out = append(out, rsTool{name: t.Name, description: t.Description, schema: schema})
-		case openai.ResponsesToolCustom:
-			schema, err := rsCustomSchema(t.Format, param+".format")
-			if err != nil {
-				return nil, err
-			}
-			custom[t.Name] = true
-			out = append(out, rsTool{name: t.Name, description: t.Description, schema: schema})
-		default:
-			return nil, &NotCarried{Param: param + ".type", Reason: "only function and custom tools have an equivalent in the provider's chat protocol (built-in tools run on OpenAI's servers)"}
-		}
-	}
-	return out, nil
-}
-
-// rsCustomSchema is the parameters of the function a custom tool becomes:
-// one string, input, whose description states the tool's format. The
-// provider is not held to a grammar: a model that writes input outside it
-// has its call relayed as it is, and the tool reports the error.
-func rsCustomSchema(format jsontext.Value, param string) (jsontext.Value, error) {
-	desc := "The tool's input, as free-form text."
-	if !rsIsNull(format) {
-		var f openai.ResponsesCustomFormat
-		if err := json.Unmarshal(format, &f, rsStrict); err != nil {
-			return nil, rsDecodeError(err, param)
-		}
-		switch f.Type {
-		case "text":
-		case "grammar":
-			desc = fmt.Sprintf("The tool's input, as text that follows this %s grammar:\n%s", f.Syntax, f.Definition)
-		default:
-			return nil, &NotCarried{Param: param + ".type", Reason: "must be text or grammar"}
-		}
-	}
-	schema := `{"type":"object","properties":{"input":{"type":"string","description":` + string(quoted(desc)) +
-		`}},"required":["input"],"additionalProperties":false}`
-	return jsontext.Value(schema), nil
-}
-
-// rsToolChoice reads tool_choice: none, auto, required, or a function or
-// custom tool by name.
-func rsToolChoice(v jsontext.Value) (rsChoice, error) {
-	switch v.Kind() {
-	case 0, 'n':
-		return rsChoice{}, nil
-	case '"':
-		var s string
-		if json.Unmarshal(v, &s) == nil {
-			switch s {
-			case openai.ToolChoiceNone, openai.ToolChoiceAuto, openai.ToolChoiceRequired:
-				return rsChoice{mode: s}, nil
-			}
-		}
-	case '{':
-		var c openai.ResponsesToolChoice
-		if err := json.Unmarshal(v, &c); err != nil {
-			return rsChoice{}, rsDecodeError(err, "tool_choice")
-		}
-		switch c.Type {
-		case openai.ResponsesToolFunction, openai.ResponsesToolCustom:
-			if c.Name == "" {
-				return rsChoice{}, &NotCarried{Param: "tool_choice.name", Reason: "is required"}
-			}
-			return rsChoice{mode: rsChoiceNamed, name: c.Name}, nil
-		}
-		return rsChoice{}, &NotCarried{Param: "tool_choice.type", Reason: "only none, auto, required, a function or a custom tool have an equivalent in the provider's chat protocol"}
-	}
-	return rsChoice{}, &NotCarried{Param: "tool_choice", Reason: "must be none, auto, required or an object naming a tool"}
-}
-
-// rsEchoOf is what the answer repeats of r: what it was asked with, with
-// the protocol's defaults for what the caller left out. tools and text are
-// the caller's bytes.
-func rsEchoOf(r *openai.ResponsesRequest, body []byte, custom map[string]bool) (rsEcho, error) {
-	o, err := memberSpans(body, "tools", "text", "tool_choice", "metadata")
-	if err != nil {
-		return rsEcho{}, err // the server validated the body: a defect, not a caller's error
-	}
-	raw := func(name, def string) jsontext.Value {
-		if sp, ok := o.found[name]; ok && sp.value.Kind() != 'n' {
-			return sp.value
-		}
-		return jsontext.Value(def)
-	}
-	e := openai.Response{
-		Instructions:      jsontext.Value("null"),
-		MaxOutputTokens:   r.MaxOutputTokens,
-		ParallelToolCalls: new(r.ParallelToolCalls == nil || *r.ParallelToolCalls),
-		Store:             new(false), // nothing is stored, whatever store asked
-		Temperature:       r.Temperature,
-		TopP:              r.TopP,
-		Text:              raw("text", `{"format":{"type":"text"}}`),
-		ToolChoice:        raw("tool_choice", `"auto"`),
-		Tools:             raw("tools", `[]`),
-		Metadata:          raw("metadata", `{}`),
-	}
-	if !rsIsNull(r.Instructions) {
-		e.Instructions = r.Instructions
-	}
-	return rsEcho{resp: e, custom: custom}, nil
 }
 
 // rsDecodeError is a decode error of the value at param as the caller's

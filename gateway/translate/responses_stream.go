@@ -203,8 +203,8 @@ func (w *rsWriter) toolArgs(out []Chunk, i int, s string) []Chunk {
 		SequenceNumber: w.next(), ItemID: it.item.ID, OutputIndex: i, Delta: &s}, Chunk{Commit: true, Text: s})
 }
 
-// finish records why the provider stopped: rsStopped* of its protocol's
-// reason.
+// finish records why the provider stopped, as the reason a response is
+// incomplete (rsCutByLimit, rsFiltered), "" when it is whole.
 func (w *rsWriter) finish(incomplete string) { w.incomplete = incomplete }
 
 // The reasons of an incomplete response.

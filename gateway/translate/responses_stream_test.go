@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"context"
+	stdjson "encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -160,6 +161,9 @@ func rsCheckStream(t testing.TB, all []Chunk) wire.Response {
 			continue
 		}
 		var head wire.ResponsesEventHead
+		if bytes.IndexByte(c.Data, '\n') >= 0 {
+			t.Fatalf("an event's data is not one line: %q", c.Data)
+		}
 		if err := json.Unmarshal(c.Data, &head); err != nil || head.Type != c.Event || head.SequenceNumber != len(names) {
 			t.Fatalf("event %d named %q: %s", len(names), c.Event, c.Data)
 		}
@@ -308,6 +312,51 @@ func rsReadWithSDK(t testing.TB, all []Chunk, final wire.Response) {
 	rsCheckSDKResponse(t, &r, &final)
 	if r.OutputText() != text.String() || r.Usage.TotalTokens != int64(rsBilled.InputTokens+rsBilled.OutputTokens) {
 		t.Fatalf("deltas say %q, the response %q; usage %+v", text.String(), r.OutputText(), r.Usage)
+	}
+	rsAccumulate(t, all, &final)
+}
+
+// rsAccumulate feeds the events to openai-go's ResponseAccumulator: every
+// event is accepted, and what it gathers of each item (text, arguments,
+// input) is what the final response says.
+func rsAccumulate(t testing.TB, all []Chunk, final *wire.Response) {
+	t.Helper()
+	var acc responses.ResponseAccumulator
+	for _, c := range all {
+		if c.Data == nil {
+			continue
+		}
+		var ev responses.ResponsesServerEventUnion
+		if err := stdjson.Unmarshal(c.Data, &ev); err != nil {
+			t.Fatalf("openai-go cannot read %s: %v", c.Data, err)
+		}
+		if err := acc.AddEvent(ev); err != nil {
+			t.Fatalf("openai-go's accumulator refuses %s: %v", c.Data, err)
+		}
+	}
+	snap := acc.Snapshot()
+	if snap.TerminalEvent == "" || snap.ResponseID != final.ID || len(snap.Output) != len(final.Output) {
+		t.Fatalf("accumulated %+v", snap)
+	}
+	for i, o := range snap.Output {
+		want := &final.Output[i]
+		var text strings.Builder
+		for _, c := range want.Content {
+			if c.Type == wire.PartOutputText {
+				text.WriteString(antStr(c.Text))
+			}
+		}
+		var got strings.Builder
+		for j := range len(o.Text) {
+			got.WriteString(o.Text[int64(j)])
+		}
+		if o.Type != want.Type || o.ItemID != want.ID || o.CallID != want.CallID || o.Name != want.Name ||
+			o.Arguments != antStr(want.Arguments) || o.Input != antStr(want.Input) || got.String() != text.String() {
+			t.Fatalf("accumulated output[%d] %+v, the response has %+v", i, o, want)
+		}
+	}
+	if _, err := acc.ReconstructedResponse(); err != nil {
+		t.Fatalf("openai-go cannot reconstruct the response: %v", err)
 	}
 }
 

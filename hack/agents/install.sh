@@ -24,7 +24,18 @@ bin=$root/bin/agents
 log() { echo "[agents] $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-command -v npm >/dev/null || die "npm is required (apt-get install npm, or a Node.js install)"
+# A fresh CI machine may lack npm (Node.js) and strace (the test checks with
+# it that the agents connect to loopback only): Debian's packages, when this
+# runs as root with apt-get; otherwise say what is missing.
+missing=()
+command -v npm >/dev/null || missing+=(nodejs npm)
+command -v strace >/dev/null || missing+=(strace)
+if ((${#missing[@]})) && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+	log "installing Debian packages: ${missing[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }
+fi
+command -v npm >/dev/null || die "npm is required (apt-get install nodejs npm, or a Node.js install)"
 
 # platform is the suffix of the native packages of both agents for this machine.
 platform() {

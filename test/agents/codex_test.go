@@ -53,43 +53,52 @@ plugins = false
 apps = false
 `
 
-// TestCodex runs `codex exec` once: the mock asks for an exec_command call,
-// Codex runs it and sends its output back as a function_call_output, and
-// the mock's answer to that is the last message.
+// TestCodex runs `codex exec` once through each of the target's routes:
+// the mock asks for an exec_command call, Codex runs it and sends its
+// output back as a function_call_output, and the mock's answer to that is
+// the last message. Through the gateway, the session's records are
+// checked too (Codex names its session in a Session-Id header, which the
+// gateway keeps).
 func TestCodex(t *testing.T) {
 	bin := agentBin(t, "codex", "CODEX_VERSION")
 	tg := startTarget(t)
-	s := newSandbox(t)
-	codexHome := filepath.Join(s.home, ".codex")
-	if err := os.MkdirAll(codexHome, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cfg := fmt.Sprintf(codexConfig, tg.openaiModel, tg.openaiURL)
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	last := filepath.Join(s.home, "last-message.txt")
-	env := s.env("CODEX_HOME="+codexHome, "LLMGW_AGENTS_KEY="+tg.openaiKey)
-	res := runAgent(t, s, env, bin, "exec", "--strict-config", "--skip-git-repo-check", "--ephemeral",
-		"--color", "never", "--sandbox", "workspace-write", "-C", s.work, "-o", last, codexPrompt)
-	if t.Failed() || res.exit != 0 {
-		tg.describe(t)
-		t.Fatalf("codex exited %d\nstdout:\n%s\nstderr:\n%s", res.exit, res.stdout, res.stderr)
-	}
-	b, err := os.ReadFile(last)
-	if err != nil || !strings.Contains(string(b), "says: tool result received:") {
-		t.Errorf("last message %q (%v): want the mock's answer to the tool result", b, err)
-	}
-	checkMarker(t, s)
-	paths := []string{"/v1/responses"}
-	if tg.name == TargetGateway {
-		// The gateway may pass Responses through or translate them to chat
-		// completions for its OpenAI provider; either is a working loop.
-		paths = append(paths, "/v1/chat/completions")
-	}
-	checkToolLoop(t, mockCalls(t, tg.mockAlpha), paths, "exec_command", "call_")
-	if t.Failed() || verbose() {
-		tg.describe(t)
-		t.Logf("stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+	for _, rt := range tg.codex {
+		t.Run(rt.model, func(t *testing.T) {
+			tg.resetMocks(t)
+			s := newSandbox(t)
+			codexHome := filepath.Join(s.home, ".codex")
+			if err := os.MkdirAll(codexHome, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			cfg := fmt.Sprintf(codexConfig, rt.model, tg.openaiURL)
+			if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			last := filepath.Join(s.home, "last-message.txt")
+			env := s.env("CODEX_HOME="+codexHome, "LLMGW_AGENTS_KEY="+tg.openaiKey)
+			res := runAgent(t, s, env, bin, "exec", "--strict-config", "--skip-git-repo-check", "--ephemeral",
+				"--color", "never", "--sandbox", "workspace-write", "-C", s.work, "-o", last, codexPrompt)
+			if t.Failed() || res.exit != 0 {
+				tg.describe(t)
+				t.Fatalf("codex exited %d\nstdout:\n%s\nstderr:\n%s", res.exit, res.stdout, res.stderr)
+			}
+			b, err := os.ReadFile(last)
+			if err != nil || !strings.Contains(string(b), "says: tool result received:") {
+				t.Errorf("last message %q (%v): want the mock's answer to the tool result", b, err)
+			}
+			checkMarker(t, s)
+			calls := checkToolLoop(t, mockCalls(t, rt.mock), rt.paths, "exec_command", rt.callPrefix)
+			if tg.gatewayURL != "" {
+				newest := tg.usage(t, tg.openaiKey, "endpoint=responses")
+				if len(newest) == 0 || newest[0].Session == "" {
+					t.Fatalf("no responses record with a session: %+v", newest)
+				}
+				tg.checkRecords(t, tg.openaiKey, "responses", newest[0].Session, rt, calls)
+			}
+			if t.Failed() || verbose() {
+				tg.describe(t)
+				t.Logf("stdout:\n%s\nstderr:\n%s", res.stdout, res.stderr)
+			}
+		})
 	}
 }

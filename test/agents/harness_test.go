@@ -53,16 +53,30 @@ func verbose() bool { return os.Getenv("LLMGW_AGENTS_VERBOSE") != "" }
 // target is where the agents are pointed, whichever system serves it.
 type target struct {
 	name string
-	// Anthropic Messages ingress (Claude Code's ANTHROPIC_BASE_URL), its key
-	// and the model to ask for.
-	anthropicURL, anthropicKey, anthropicModel string
-	// OpenAI Responses ingress (Codex's provider base_url, ending in /v1).
-	openaiURL, openaiKey, openaiModel string
-	// The mocks' base URLs, for GET /mock/calls.
+	// Anthropic Messages ingress (Claude Code's ANTHROPIC_BASE_URL) and
+	// OpenAI Responses ingress (Codex's provider base_url, ending in /v1),
+	// with their keys.
+	anthropicURL, anthropicKey string
+	openaiURL, openaiKey       string
+	// The routes each agent is run through, one run each.
+	claude, codex []route
+	// The mocks' base URLs, for /mock/calls and /mock/reset.
 	mockAlpha, mockBeta string
+	// gatewayURL is the gateway's base URL in gateway mode ("" otherwise):
+	// its /v1/usage holds a record of every model call.
+	gatewayURL string
 	// describe tells what a failing test should look at: the requests the
 	// mocks received (mock mode) or the gateway's log (gateway mode).
 	describe func(t *testing.T)
+}
+
+// route is one way an agent reaches a model: the model name it asks for,
+// the mock that answers (its base URL), the mock endpoints the loop
+// reaches there, and the prefix of the mock's tool call ids.
+type route struct {
+	model, mock string
+	paths       []string
+	callPrefix  string
 }
 
 // startTarget starts what LLMGW_AGENTS_TARGET names.
@@ -95,15 +109,18 @@ func startMocks(t *testing.T) *target {
 	}
 	alpha, beta := serve(mockproviders.Alpha), serve(mockproviders.Beta)
 	return &target{name: TargetMock,
-		anthropicURL: beta, anthropicKey: fakeKey, anthropicModel: "beta-large",
-		openaiURL: alpha + "/v1", openaiKey: fakeKey, openaiModel: "alpha-large",
+		anthropicURL: beta, anthropicKey: fakeKey, openaiURL: alpha + "/v1", openaiKey: fakeKey,
+		claude:    []route{{model: "beta-large", mock: beta, paths: []string{"/v1/messages"}, callPrefix: "toolu_"}},
+		codex:     []route{{model: "alpha-large", mock: alpha, paths: []string{"/v1/responses"}, callPrefix: "call_"}},
 		mockAlpha: alpha, mockBeta: beta, describe: rec.dump}
 }
 
 // startGateway runs `llmgw up` on free loopback ports in a temporary state
-// directory and points the agents at its gateway with key A: Claude Code
-// at alias chat-beta (primary mock beta, same protocol), Codex at
-// chat-alpha (primary mock alpha).
+// directory and points the agents at its gateway with key A, each through
+// both demo aliases: the one whose provider speaks the agent's protocol
+// (passed through: Claude Code on chat-beta, Codex on chat-alpha, whose
+// alpha serves the Responses API) and the one whose provider speaks the
+// other (translated both ways).
 func startGateway(t *testing.T) *target {
 	t.Helper()
 	bin := os.Getenv("LLMGW_BIN")
@@ -155,10 +172,14 @@ func startGateway(t *testing.T) *target {
 			t.Fatalf("%s has no %s", envPath, k)
 		}
 	}
+	alpha, beta := env["LLMGW_MOCK_ALPHA_URL"], env["LLMGW_MOCK_BETA_URL"]
+	viaBeta := route{model: "chat-beta", mock: beta, paths: []string{"/v1/messages"}, callPrefix: "toolu_"}
 	return &target{name: TargetGateway,
-		anthropicURL: env["LLMGW_URL"], anthropicKey: env["LLMGW_KEY_A"], anthropicModel: "chat-beta",
-		openaiURL: env["LLMGW_URL"] + "/v1", openaiKey: env["LLMGW_KEY_A"], openaiModel: "chat-alpha",
-		mockAlpha: env["LLMGW_MOCK_ALPHA_URL"], mockBeta: env["LLMGW_MOCK_BETA_URL"],
+		anthropicURL: env["LLMGW_URL"], anthropicKey: env["LLMGW_KEY_A"],
+		openaiURL: env["LLMGW_URL"] + "/v1", openaiKey: env["LLMGW_KEY_A"],
+		claude: []route{viaBeta, {model: "chat-alpha", mock: alpha, paths: []string{"/v1/chat/completions"}, callPrefix: "call_"}},
+		codex:  []route{{model: "chat-alpha", mock: alpha, paths: []string{"/v1/responses"}, callPrefix: "call_"}, viaBeta},
+		mockAlpha: alpha, mockBeta: beta, gatewayURL: env["LLMGW_URL"],
 		describe: func(t *testing.T) { t.Logf("llmgw up output:\n%s", out.String()) }}
 }
 
@@ -350,6 +371,78 @@ func checkMarker(t *testing.T, s sandbox) {
 	}
 }
 
+// resetMocks zeroes both mocks' counters before a run.
+func (tg *target) resetMocks(t *testing.T) {
+	t.Helper()
+	for _, base := range []string{tg.mockAlpha, tg.mockBeta} {
+		resp, err := http.Post(base+"/mock/reset", "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("POST %s/mock/reset: %s", base, resp.Status)
+		}
+	}
+}
+
+// usageRecord is what the test reads of a gateway usage record.
+type usageRecord struct {
+	RequestID string `json:"request_id"`
+	Model     string `json:"model"`
+	Provider  string `json:"provider"`
+	Status    string `json:"status"`
+	Endpoint  string `json:"endpoint"`
+	Session   string `json:"session"`
+	Cost      string `json:"cost"`
+}
+
+// usage lists the gateway's records of key matching query (a /v1/usage
+// query string), newest first.
+func (tg *target) usage(t *testing.T, key, query string) []usageRecord {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, tg.gatewayURL+"/v1/usage?limit=500&"+query, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Data []usageRecord `json:"data"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET /v1/usage?%s: %s %s", query, resp.Status, b)
+	}
+	if err := jsonv2.UnmarshalRead(resp.Body, &list); err != nil {
+		t.Fatal(err)
+	}
+	return list.Data
+}
+
+// checkRecords checks, in gateway mode, that the agent's session left
+// exactly one successful, priced record on endpoint for each model call
+// the mock answered (calls), all for rt's alias.
+func (tg *target) checkRecords(t *testing.T, key, endpoint, session string, rt route, calls int64) {
+	t.Helper()
+	if tg.gatewayURL == "" {
+		return
+	}
+	recs := tg.usage(t, key, "session="+session)
+	if int64(len(recs)) != calls {
+		t.Errorf("session %s has %d records, the mock answered %d model calls: %+v", session, len(recs), calls, recs)
+	}
+	for _, r := range recs {
+		if r.Status != "success" || r.Endpoint != endpoint || r.Model != rt.model || r.Cost == "" || r.Cost == "0" {
+			t.Errorf("record %+v: want a priced success on %s for %s", r, endpoint, rt.model)
+		}
+	}
+}
+
 // mockCalls reads GET /mock/calls of a mock.
 func mockCalls(t *testing.T, base string) mockproviders.Calls {
 	t.Helper()
@@ -369,8 +462,9 @@ func mockCalls(t *testing.T, base string) mockproviders.Calls {
 // paths (the endpoints the loop may reach: a gateway may translate to the
 // provider's other protocol), all answered 200, the scripted tool asked
 // for, and the command's output sent back as the result of a call the mock
-// made (its id has the protocol's prefix).
-func checkToolLoop(t *testing.T, c mockproviders.Calls, paths []string, tool, callPrefix string) {
+// made (its id has the protocol's prefix). It returns the number of calls
+// of paths.
+func checkToolLoop(t *testing.T, c mockproviders.Calls, paths []string, tool, callPrefix string) (calls int64) {
 	t.Helper()
 	n := int64(0)
 	for _, p := range paths {
@@ -393,6 +487,7 @@ func checkToolLoop(t *testing.T, c mockproviders.Calls, paths []string, tool, ca
 	if !found {
 		t.Errorf("no tool result of %s answering a %s... call holds %q: %+v", paths, callPrefix, marker, c.ToolResults)
 	}
+	return n
 }
 
 // recorder keeps every request the mocks received, for a failing test's

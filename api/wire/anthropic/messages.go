@@ -46,6 +46,12 @@ type Tool struct {
 	// Strict asks that the tool's name and input follow InputSchema
 	// exactly (structured outputs for tools).
 	Strict *bool `json:"strict,omitzero"`
+	// DeferLoading keeps the tool's definition out of the model's context
+	// until the tool search tool finds it (Claude Code sends it); a
+	// provider without tool search gets the tool declared up front.
+	DeferLoading *bool `json:"defer_loading,omitzero"`
+	// InputExamples are example inputs for the model, raw.
+	InputExamples jsontext.Value `json:"input_examples,omitzero"`
 }
 
 // ToolChoice says whether and which tool the model must use: Type auto,

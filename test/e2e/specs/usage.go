@@ -34,6 +34,11 @@ type Record struct {
 	Stream       bool      `json:"stream"`
 	InputTokens  int       `json:"input_tokens"`
 	OutputTokens int       `json:"output_tokens"`
+	// Endpoint is the API the request came in on: chat, embeddings,
+	// messages or responses. Session is the caller's agent session (the
+	// X-Claude-Code-Session-Id or Session-Id it sent), "" without one.
+	Endpoint string `json:"endpoint"`
+	Session  string `json:"session"`
 }
 
 func (r Record) String() string {
@@ -154,6 +159,9 @@ type Want struct {
 	// AnyStream: the record may say either (an interrupted record keeps only
 	// what was known at admission).
 	AnyStream bool
+	// Endpoint and Session, when not empty, are what the record must say
+	// (Record.Endpoint, Record.Session).
+	Endpoint, Session string
 }
 
 // Sent is the list of chat requests a spec sent with one key, and what their
@@ -203,6 +211,12 @@ func (s *Sent) CheckExactlyOne(u UsageList) []string {
 		}
 		if w.Fallbacks >= 0 && r.Fallbacks != w.Fallbacks {
 			bad = append(bad, fmt.Sprintf("fallbacks %d, want %d", r.Fallbacks, w.Fallbacks))
+		}
+		if w.Endpoint != "" && r.Endpoint != w.Endpoint {
+			bad = append(bad, "endpoint "+r.Endpoint+", want "+w.Endpoint)
+		}
+		if w.Session != "" && r.Session != w.Session {
+			bad = append(bad, "session "+r.Session+", want "+w.Session)
 		}
 		if !w.AnyStream && r.Stream != w.Stream {
 			bad = append(bad, fmt.Sprintf("stream %v, want %v", r.Stream, w.Stream))
