@@ -177,8 +177,8 @@ func startGateway(t *testing.T) *target {
 	return &target{name: TargetGateway,
 		anthropicURL: env["LLMGW_URL"], anthropicKey: env["LLMGW_KEY_A"],
 		openaiURL: env["LLMGW_URL"] + "/v1", openaiKey: env["LLMGW_KEY_A"],
-		claude: []route{viaBeta, {model: "chat-alpha", mock: alpha, paths: []string{"/v1/chat/completions"}, callPrefix: "call_"}},
-		codex:  []route{{model: "chat-alpha", mock: alpha, paths: []string{"/v1/responses"}, callPrefix: "call_"}, viaBeta},
+		claude:    []route{viaBeta, {model: "chat-alpha", mock: alpha, paths: []string{"/v1/chat/completions"}, callPrefix: "call_"}},
+		codex:     []route{{model: "chat-alpha", mock: alpha, paths: []string{"/v1/responses"}, callPrefix: "call_"}, viaBeta},
 		mockAlpha: alpha, mockBeta: beta, gatewayURL: env["LLMGW_URL"],
 		describe: func(t *testing.T) { t.Logf("llmgw up output:\n%s", out.String()) }}
 }
