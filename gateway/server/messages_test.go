@@ -26,10 +26,11 @@ import (
 // OpenAI-protocol mock and back.
 
 // antSDK is an Anthropic client of the gateway, authenticated with key in
-// x-api-key, as the SDK sends it.
+// x-api-key, as Claude Code's ANTHROPIC_API_KEY sends it (this SDK's own
+// WithAPIKey sends a Bearer token; "bearer token" below covers that).
 func antSDK(h *harness, key string, opts ...option.RequestOption) anthropic.Client {
-	return anthropic.NewClient(append([]option.RequestOption{option.WithBaseURL(h.gw.URL), option.WithAPIKey(key),
-		option.WithMaxRetries(0)}, opts...)...)
+	return anthropic.NewClient(append([]option.RequestOption{option.WithBaseURL(h.gw.URL),
+		option.WithHeader("X-Api-Key", key), option.WithMaxRetries(0)}, opts...)...)
 }
 
 // weatherToolParam is the tool the Messages conversations offer.

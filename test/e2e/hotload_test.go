@@ -57,17 +57,18 @@ func newKey(name string, models []string, rpm, burst int32) key {
 // mode + both mocks (beta requiring an upstream key from a Secret).
 var _ = Describe("llmgw on envtest", Ordered, func() {
 	var (
-		env     *envtest.Environment
-		c       client.Client
-		base    string
-		logs    testutil.SyncBuffer
-		target  *specs.Target
-		keyAll  key
-		keyLoad key
-		keyTog  key
-		keys    []key
-		aliases = []string{"chat-alpha", "chat-beta", "e2e-fallback", "embed-alpha"}
-		marker  = fmt.Sprintf("zqxprompt%d", time.Now().UnixNano()%1e6)
+		env       *envtest.Environment
+		c         client.Client
+		base      string
+		logs      testutil.SyncBuffer
+		target    *specs.Target
+		keyAll    key
+		keyLoad   key
+		keyTog    key
+		keyBudget key
+		keys      []key
+		aliases   = []string{"chat-alpha", "chat-beta", "e2e-fallback", "embed-alpha"}
+		marker    = fmt.Sprintf("zqxprompt%d", time.Now().UnixNano()%1e6)
 	)
 	const betaUpstream = "beta-e2e-upstream-credential"
 
@@ -101,11 +102,15 @@ var _ = Describe("llmgw on envtest", Ordered, func() {
 
 		By("creating providers, aliases and keys")
 		create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "beta-cred"}, Data: map[string][]byte{"apiKey": []byte(betaUpstream)}})
+		// Priced as config/samples prices them, so that a budget has
+		// something to count (an unpriced route costs nothing).
 		create(ctx, &v1alpha1.ProviderEndpoint{ObjectMeta: metav1.ObjectMeta{Name: "alpha"},
-			Spec: v1alpha1.ProviderEndpointSpec{Protocol: "openai", URL: as.URL}})
+			Spec: v1alpha1.ProviderEndpointSpec{Protocol: "openai", URL: as.URL,
+				Prices: []v1alpha1.ModelPrice{{Model: "alpha-large", InputPerMillion: "2.5", OutputPerMillion: "10"}}}})
 		create(ctx, &v1alpha1.ProviderEndpoint{ObjectMeta: metav1.ObjectMeta{Name: "beta"},
 			Spec: v1alpha1.ProviderEndpointSpec{Protocol: "anthropic", URL: bs.URL,
-				Credential: &v1alpha1.Credential{SecretRef: v1alpha1.SecretKeyReference{Name: "beta-cred", Key: "apiKey"}}}})
+				Credential: &v1alpha1.Credential{SecretRef: v1alpha1.SecretKeyReference{Name: "beta-cred", Key: "apiKey"}},
+				Prices:     []v1alpha1.ModelPrice{{Model: "beta-large", InputPerMillion: "3", OutputPerMillion: "15"}}}})
 		alphaLarge, betaLarge := v1alpha1.Route{Provider: "alpha", Model: "alpha-large"}, v1alpha1.Route{Provider: "beta", Model: "beta-large"}
 		create(ctx, &v1alpha1.ModelAlias{ObjectMeta: metav1.ObjectMeta{Name: "chat-alpha"},
 			Spec: v1alpha1.ModelAliasSpec{Primary: alphaLarge, Fallbacks: []v1alpha1.Route{betaLarge}}})
@@ -122,7 +127,10 @@ var _ = Describe("llmgw on envtest", Ordered, func() {
 		keyLimited := newKey("e2e-limited", all, 1, 3)
 		keyLoad = newKey("e2e-load", all, 100000, 10000)
 		keyTog = newKey("e2e-toggle", all, 100000, 10000)
-		keys = []key{keyAll, keyRestricted, keyLimited, keyLoad, keyTog}
+		// A budget smaller than any request on a priced route may cost.
+		keyBudget = newKey("e2e-budget", all, 100000, 10000)
+		keyBudget.obj.Spec.Budget = &v1alpha1.Budget{Amount: "0.000001", Currency: "USD", Period: v1alpha1.BudgetMonth}
+		keys = []key{keyAll, keyRestricted, keyLimited, keyLoad, keyTog, keyBudget}
 		for _, k := range keys {
 			create(ctx, k.obj)
 		}
@@ -197,6 +205,14 @@ var _ = Describe("llmgw on envtest", Ordered, func() {
 		specs.Agents(func() *specs.AgentsTarget {
 			return &specs.AgentsTarget{Gateway: base, MockAlpha: target.MockAlpha, MockBeta: target.MockBeta, Key: keyAll.plaintext,
 				AlphaAlias: "chat-alpha", BetaAlias: "chat-beta", EmbedAlias: "embed-alpha", Marker: marker}
+		})
+	})
+
+	Describe("/v1/messages and /v1/responses through the official SDKs", Ordered, func() {
+		specs.Endpoints(func() *specs.EndpointsTarget {
+			return &specs.EndpointsTarget{AgentsTarget: specs.AgentsTarget{Gateway: base, MockAlpha: target.MockAlpha, MockBeta: target.MockBeta,
+				Key: keyAll.plaintext, AlphaAlias: "chat-alpha", BetaAlias: "chat-beta", EmbedAlias: "embed-alpha", Marker: marker},
+				BudgetKey: keyBudget.plaintext}
 		})
 	})
 

@@ -82,6 +82,9 @@ var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 			keys[kk.role] = createKey(ctx, k, llmgw, tmp, id, kk.models, kk.rpm, kk.burst)
 			cleanup = append(cleanup, "gatewaykey/"+id)
 		}
+		budgetID := "e2e-budget-" + run
+		keys["budget"] = createBudgetKey(ctx, k, llmgw, tmp, budgetID, "0.000001")
+		cleanup = append(cleanup, "gatewaykey/"+budgetID)
 		objs := []string{"providerendpoint/alpha", "providerendpoint/beta", "modelalias/chat-alpha", "modelalias/chat-beta",
 			"modelalias/chat-restricted", "modelalias/embed-alpha", "modelalias/e2e-fallback"}
 		for _, kk := range keys {
@@ -147,6 +150,15 @@ var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 		specs.Agents(func() *specs.AgentsTarget {
 			return &specs.AgentsTarget{Gateway: fwGW.URL(), MockAlpha: fwAlpha.URL(), MockBeta: fwBeta.URL(), Key: key("all"),
 				AlphaAlias: "chat-alpha", BetaAlias: "chat-beta", EmbedAlias: "embed-alpha", Marker: marker}
+		})
+	})
+
+	// After the contract, as the agents' specs: new requests of the key "all", found by request id.
+	Describe("/v1/messages and /v1/responses through the Service with the official SDKs (alpha with responsesAPI: passed through)", func() {
+		specs.Endpoints(func() *specs.EndpointsTarget {
+			return &specs.EndpointsTarget{AgentsTarget: specs.AgentsTarget{Gateway: fwGW.URL(), MockAlpha: fwAlpha.URL(), MockBeta: fwBeta.URL(),
+				Key: key("all"), AlphaAlias: "chat-alpha", BetaAlias: "chat-beta", EmbedAlias: "embed-alpha", Marker: marker},
+				BudgetKey: key("budget")}
 		})
 	})
 
@@ -762,6 +774,35 @@ func nodeContainsServiceTraffic(ctx context.Context, ip string) (ok bool, why st
 		}
 	}
 	return false, why
+}
+
+// createBudgetKey creates a key for every model with a budget of amount a
+// month (and a rate limit the specs never reach), as a user would:
+//
+//	llmgw keys create --id ID --budget AMOUNT --output yaml --entry-out FILE --key-out KEYFILE
+//	kubectl apply -f FILE
+//
+// The entry holds the key's hash only; the plaintext lives in KEYFILE (0600).
+func createBudgetKey(ctx context.Context, k kube, llmgw, dir, id, amount string) gwKey {
+	GinkgoHelper()
+	keyFile, entryFile := filepath.Join(dir, id+".key"), filepath.Join(dir, id+".yaml")
+	out, err := exec.CommandContext(ctx, llmgw, "keys", "create", "--id", id, "--namespace", ns, "--models", "*",
+		"--rpm", "100000", "--burst", "10000", "--budget", amount, "--output", "yaml", "--entry-out", entryFile, "--key-out", keyFile).CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "llmgw keys create --id %s: %s", id, keyformat.Redact(string(out)))
+	Expect(keyformat.LooksLikeKey(string(out))).To(BeFalse(), "llmgw keys create --key-out printed a key")
+	entry, err := os.ReadFile(entryFile)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(keyformat.LooksLikeKey(string(entry))).To(BeFalse(), "the GatewayKey YAML held a plaintext key")
+	Expect(string(entry)).To(ContainSubstring("budget:"), "the GatewayKey has no budget:\n%s", entry)
+	applied, err := k.run(ctx, entry, "apply", "-f", "-")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(applied).To(ContainSubstring("gatewaykey.llmgw.dev/" + id))
+	raw, err := os.ReadFile(keyFile)
+	Expect(err).NotTo(HaveOccurred())
+	plain := strings.TrimSpace(string(raw))
+	Expect(keyformat.LooksLikeKey(plain)).To(BeTrue(), "--key-out %s does not hold a key", keyFile)
+	GinkgoWriter.Printf("key %s created (all models, a budget of %s a month); plaintext only in %s\n", id, amount, keyFile)
+	return gwKey{id: id, plaintext: plain}
 }
 
 // deleteLeftovers deletes the objects of earlier runs that did not get to
