@@ -71,6 +71,8 @@ func TestValidateRules(t *testing.T) {
 		{"unknown protocol", func(s *Snapshot) { s.Providers[0].Protocol = "grpc" },
 			[]string{`provider "alpha": protocol must be "openai" or "anthropic", got "grpc"`}},
 		{"protocol case", func(s *Snapshot) { s.Providers[0].Protocol = "OpenAI" }, []string{`protocol must be`}},
+		{"responsesAPI on anthropic", func(s *Snapshot) { s.Providers[1].ResponsesAPI = true },
+			[]string{`provider "beta": responsesAPI is only for protocol "openai"`}},
 		{"ftp URL", func(s *Snapshot) { s.Providers[0].BaseURL = "ftp://h" }, []string{`provider "alpha": baseURL must use http or https`}},
 		{"URL without scheme", func(s *Snapshot) { s.Providers[0].BaseURL = "127.0.0.1:9001" }, []string{`baseURL`}},
 		{"URL without host", func(s *Snapshot) { s.Providers[0].BaseURL = "http:///v1" }, []string{`baseURL has no host`}},
