@@ -215,20 +215,15 @@ func (s *aaStream) Event(typ, data []byte, out []Chunk) ([]Chunk, bool, error) {
 			s.counts.add(e.Usage, true)
 			c.Usage = s.counts.usage()
 		}
-	case anthropic.EventError:
-		var e anthropic.ErrorResponse
-		if json.Unmarshal(data, &e, lenient) != nil {
-			return out, false, aaMalformedEvent()
-		}
-		// The server writes the caller's error event itself, redacted.
-		return out, false, &Failure{Type: e.Error.Type, Message: e.Error.Message}
 	default:
-		// message_stop, content_block_stop, ping and the types this
-		// gateway does not know: relayed as they are, if they are JSON.
-		if !jsontext.Value(data).IsValid(lenient) {
-			return out, false, aaMalformedEvent()
+		// An error event is a *Failure (the server writes the caller's
+		// error event itself, redacted); message_stop, content_block_stop,
+		// ping and the types this gateway does not know are relayed as
+		// they are, if they are JSON.
+		var err error
+		if done, err = antOtherEvent(name, data); err != nil {
+			return out, false, err
 		}
-		done = name == anthropic.EventMessageStop
 	}
 	s.buf = append(s.buf[:0], data...)
 	c.Data = s.buf[:len(s.buf):len(s.buf)]

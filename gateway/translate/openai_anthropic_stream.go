@@ -79,24 +79,34 @@ func (s *antStream) Event(typ, data []byte, out []Chunk) ([]Chunk, bool, error) 
 		return s.emit(out, Chunk{}), false, nil
 	case anthropic.EventMessageDelta:
 		return s.messageDelta(data, out)
-	case anthropic.EventError:
+	}
+	done, err := antOtherEvent(name, data)
+	return out, done, err
+}
+
+// antOtherEvent reads a Messages event a translator has no use for beyond
+// its end and its errors: an error event is a *Failure with the provider's
+// type and message; message_stop ends the stream (done); message_stop,
+// ping, content_block_stop and the types this gateway does not know carry
+// nothing a translated event has, but must still be JSON.
+func antOtherEvent(name string, data []byte) (done bool, err error) {
+	if name == anthropic.EventError {
 		var e anthropic.ErrorResponse
 		if err := json.Unmarshal(data, &e, lenient); err != nil {
-			return out, false, antMalformedEvent()
+			return false, antMalformedEvent()
 		}
 		msg := e.Error.Message
 		if msg == "" {
 			msg = "upstream error event"
 		}
-		return out, false, &Failure{Type: e.Error.Type, Message: msg}
+		return false, &Failure{Type: e.Error.Type, Message: msg}
 	}
-	// message_stop, ping, content_block_stop and the types this gateway
-	// does not know carry nothing a chat chunk has, but must still be JSON.
 	if !jsontext.Value(data).IsValid(lenient) {
-		return out, false, antMalformedEvent()
+		return false, antMalformedEvent()
 	}
-	return out, name == anthropic.EventMessageStop, nil
+	return name == anthropic.EventMessageStop, nil
 }
+
 
 // antEventName is the event's type: its SSE name, or, the name being
 // optional, the type its data repeats. The known names come back as

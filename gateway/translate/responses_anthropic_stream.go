@@ -2,7 +2,6 @@ package translate
 
 import (
 	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/llmgw/llmgw/api/wire/anthropic"
 )
@@ -79,24 +78,9 @@ func (s *rsAntStream) Event(typ, data []byte, out []Chunk) ([]Chunk, bool, error
 		return out, false, nil
 	case anthropic.EventMessageDelta:
 		return s.messageDelta(data, out)
-	case anthropic.EventError:
-		var e anthropic.ErrorResponse
-		if err := json.Unmarshal(data, &e, lenient); err != nil {
-			return out, false, antMalformedEvent()
-		}
-		msg := e.Error.Message
-		if msg == "" {
-			msg = "upstream error event"
-		}
-		return out, false, &Failure{Type: e.Error.Type, Message: msg}
 	}
-	// message_stop, ping, content_block_stop and the types this gateway
-	// does not know carry nothing a Responses event has, but must still be
-	// JSON.
-	if !jsontext.Value(data).IsValid(lenient) {
-		return out, false, antMalformedEvent()
-	}
-	return out, name == anthropic.EventMessageStop, nil
+	done, err := antOtherEvent(name, data)
+	return out, done, err
 }
 
 // messageDelta ends the message: the stop reason says whether the
