@@ -107,7 +107,6 @@ func antOtherEvent(name string, data []byte) (done bool, err error) {
 	return name == anthropic.EventMessageStop, nil
 }
 
-
 // antEventName is the event's type: its SSE name, or, the name being
 // optional, the type its data repeats. The known names come back as
 // constants, so that reading them allocates nothing.
