@@ -106,6 +106,12 @@ func antMessages(msgs []openai.Message) (jsontext.Value, []anthropic.Message, er
 		// requires a message, and making one up would change the prompt.
 		return nil, nil, &NotCarried{Param: "messages", Reason: "a conversation of only system and developer messages has no equivalent in the Anthropic Messages protocol"}
 	}
+	return antFinish(turns, system)
+}
+
+// antFinish encodes the turns a translator gathered as Messages messages
+// (a string content, or its blocks) and the system prompt.
+func antFinish(turns []antTurn, system []antSystemPart) (jsontext.Value, []anthropic.Message, error) {
 	out := make([]anthropic.Message, len(turns))
 	for i := range turns {
 		t := &turns[i]

@@ -172,22 +172,7 @@ func rsAntMessages(rq *rsRequest) (jsontext.Value, []anthropic.Message, error) {
 	if len(turns) == 0 {
 		return nil, nil, &NotCarried{Param: "input", Reason: "a conversation of only system and developer messages has no equivalent in the Anthropic Messages protocol"}
 	}
-	out := make([]anthropic.Message, len(turns))
-	for i := range turns {
-		t := &turns[i]
-		out[i].Role = t.role
-		if !t.isBlocks {
-			out[i].Content = anthropic.Text(t.text)
-			continue
-		}
-		v, err := antRaw(t.blocks)
-		if err != nil {
-			return nil, nil, err
-		}
-		out[i].Content = v
-	}
-	sys, err := antSystemValue(system)
-	return sys, out, err
+	return antFinish(turns, system)
 }
 
 // rsAntToolUse is a tool call as a tool_use block: its arguments must be
