@@ -270,6 +270,14 @@ func TestMessagesProviderErrorsUnmodified(t *testing.T) {
 	if got.status != want.status || strings.TrimSpace(string(got.body)) != strings.TrimSpace(string(want.body)) {
 		t.Fatalf("gateway %d %s\nprovider %d %s", got.status, got.body, want.status, want.body)
 	}
+	// A provider's 401 is about the gateway's credential: the gateway's
+	// own error, not the provider's, which would send the caller after its
+	// key.
+	const denied = `{"model":"chat-beta","max_tokens":50,"messages":[{"role":"user","content":"Hi\n@mock beta:status=401"}]}`
+	if r := h.postMessages(h.keyA, denied, nil); r.status != http.StatusBadGateway || r.header.Get("X-Llmgw-Provider") != "beta" ||
+		r.header.Get("X-Llmgw-Error-Code") != "upstream_auth_failed" || !strings.Contains(string(r.body), `"type":"api_error"`) {
+		t.Fatalf("provider 401: %d %s", r.status, r.body)
+	}
 	alpha := h.postMessages(h.keyA, fmt.Sprintf(ask, "chat-alpha"), nil)
 	if alpha.status != http.StatusBadRequest || !strings.Contains(string(alpha.body), `"type":"error"`) ||
 		!strings.Contains(string(alpha.body), "alpha") {

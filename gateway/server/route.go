@@ -129,7 +129,11 @@ func (x *exchange) answerFailure(f *failure) {
 	}
 	x.w.Header()[hdrProvider] = []string{f.route.Provider}
 	x.settle(&failures[f.kind].before)
-	if x.passesErrors(f) && f.err.Kind == provider.KindStatus && f.err.Body != nil {
+	// A provider's 401 or 403 is about the gateway's credential, not the
+	// caller's key: it stays the gateway's upstream_auth_failed, lest the
+	// client ask its user for a new key.
+	if x.passesErrors(f) && f.err.Kind == provider.KindStatus && f.err.Body != nil &&
+		f.err.StatusCode != http.StatusUnauthorized && f.err.StatusCode != http.StatusForbidden {
 		writeProviderError(x.w, f.err)
 		return
 	}
