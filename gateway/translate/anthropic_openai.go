@@ -11,12 +11,13 @@ package translate
 // messages (at their place); text and image blocks (base64 as a data URL);
 // tool_use blocks as tool_calls; tool_result blocks as tool messages, before
 // the rest of their user turn (consecutive user messages are one turn; an
-// is_error result's text after "Error: "); client tools as functions (strict kept); tool_choice (auto,
-// any → required, tool → a named function, none) and
-// disable_parallel_tool_use (parallel_tool_calls false); max_tokens as
-// max_completion_tokens; temperature; top_p; stop_sequences as stop;
-// output_config.format json_schema as response_format json_schema (named
-// "output"); stream, with stream_options.include_usage.
+// is_error result's text after "Error: "); client tools as functions
+// (strict kept); tool_choice (auto, any → required, tool → a named
+// function, none) and disable_parallel_tool_use (parallel_tool_calls
+// false); max_tokens as max_completion_tokens; temperature; top_p;
+// stop_sequences as stop; output_config.format json_schema as
+// response_format json_schema (named "output"); stream, with
+// stream_options.include_usage.
 //
 // Dropped: these are optional hints or provider-side conveniences in the
 // Anthropic API, which an answer does not depend on; the request is carried
