@@ -61,10 +61,10 @@ func (x *exchange) carry() *apiError {
 			}
 			c.body, err = c.embed.Request(&translate.EmbeddingRequest{Body: x.p.body}, rt.Model)
 		default:
-			switch {
-			case x.ing.api == apiAnthropic:
+			switch x.ing.api {
+			case apiAnthropic:
 				c.chat = translate.Messages(protocol)
-			case x.ing.api == apiResponses:
+			case apiResponses:
 				passThrough := x.st.responsesAPI[rt.Provider]
 				c.chat = translate.Responses(protocol, passThrough)
 				if passThrough {

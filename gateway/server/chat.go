@@ -68,20 +68,13 @@ type ingress struct {
 	parse    parseFunc
 }
 
-// The endpoints that route to providers, as records and /v1/usage name
-// them.
-const (
-	endpointChat       = "chat"
-	endpointEmbeddings = "embeddings"
-	endpointMessages   = "messages"
-	endpointResponses  = "responses"
-)
-
+// The endpoints that route to providers, named as records and /v1/usage
+// name them.
 var (
-	chatIngress       = ingress{endpoint: endpointChat, api: apiOpenAI, parse: parseChatRequest}
-	embeddingsIngress = ingress{endpoint: endpointEmbeddings, api: apiOpenAI, parse: parseEmbeddingRequest}
-	messagesIngress   = ingress{endpoint: endpointMessages, api: apiAnthropic, parse: parseMessagesRequest}
-	responsesIngress  = ingress{endpoint: endpointResponses, api: apiResponses, parse: parseResponsesRequest}
+	chatIngress       = ingress{endpoint: usage.EndpointChat, api: apiOpenAI, parse: parseChatRequest}
+	embeddingsIngress = ingress{endpoint: usage.EndpointEmbeddings, api: apiOpenAI, parse: parseEmbeddingRequest}
+	messagesIngress   = ingress{endpoint: usage.EndpointMessages, api: apiAnthropic, parse: parseMessagesRequest}
+	responsesIngress  = ingress{endpoint: usage.EndpointResponses, api: apiResponses, parse: parseResponsesRequest}
 )
 
 // handleExchange serves one request of an endpoint that routes through
