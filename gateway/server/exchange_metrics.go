@@ -33,8 +33,8 @@ type exchangeTimes struct {
 	series       *routeSeries  // set once a provider's answer reached the client
 }
 
-// routeKey is an alias-and-provider pair.
-type routeKey struct{ alias, provider string }
+// routeKey is an endpoint, alias and provider.
+type routeKey struct{ endpoint, alias, provider string }
 
 // routeSeries are one pair's histogram children, resolved once per pair so
 // that an observation is a cached map read and atomic adds, with no label
@@ -52,10 +52,11 @@ type routeSeriesCache struct {
 	m  atomic.Pointer[map[routeKey]*routeSeries]
 }
 
-// routeSeries returns the children of alias and provider, both configured
-// names (the caller's requested model never comes here).
-func (m *Metrics) routeSeries(alias, provider string) *routeSeries {
-	k := routeKey{alias, provider}
+// routeSeries returns the children of an endpoint (one of the ingresses'
+// names), alias and provider (configured names: the caller's requested
+// model never comes here).
+func (m *Metrics) routeSeries(endpoint, alias, provider string) *routeSeries {
+	k := routeKey{endpoint, alias, provider}
 	if cur := m.routes.m.Load(); cur != nil {
 		if rs, ok := (*cur)[k]; ok {
 			return rs
@@ -70,13 +71,13 @@ func (m *Metrics) routeSeries(alias, provider string) *routeSeries {
 		}
 	}
 	// Private copies: the names must not pin the snapshot they came from.
-	k = routeKey{strings.Clone(alias), strings.Clone(provider)}
+	k = routeKey{endpoint, strings.Clone(alias), strings.Clone(provider)}
 	rs := &routeSeries{
-		addedJSON:    m.added.WithLabelValues(k.alias, k.provider, "false"),
-		addedSSE:     m.added.WithLabelValues(k.alias, k.provider, "true"),
-		ttfc:         m.ttfc.WithLabelValues(k.alias, k.provider),
-		inputTokens:  m.tokens.WithLabelValues(k.alias, k.provider, "input"),
-		outputTokens: m.tokens.WithLabelValues(k.alias, k.provider, "output"),
+		addedJSON:    m.added.WithLabelValues(k.endpoint, k.alias, k.provider, "false"),
+		addedSSE:     m.added.WithLabelValues(k.endpoint, k.alias, k.provider, "true"),
+		ttfc:         m.ttfc.WithLabelValues(k.endpoint, k.alias, k.provider),
+		inputTokens:  m.tokens.WithLabelValues(k.endpoint, k.alias, k.provider, "input"),
+		outputTokens: m.tokens.WithLabelValues(k.endpoint, k.alias, k.provider, "output"),
 	}
 	next := make(map[routeKey]*routeSeries, 1+len(deref(cur)))
 	maps.Copy(next, deref(cur))
@@ -100,7 +101,7 @@ func (x *exchange) elapsed() time.Duration { return time.Since(x.start) }
 // tokens are observed under its route's series (observeEnd), whether or
 // not anything reaches the client.
 func (x *exchange) observeCommit(rl *sseRelay) {
-	x.times.series = x.s.metrics.routeSeries(x.alias.Name, rl.sa.route.Provider)
+	x.times.series = x.s.metrics.routeSeries(x.ing.endpoint, x.alias.Name, rl.sa.route.Provider)
 }
 
 // observeFirstWrite runs once a committed stream's first write (the head,
@@ -126,7 +127,7 @@ func (x *exchange) observeEnd() {
 		if x.rec.Status != statusSuccess || x.rec.Stream || x.alias == nil {
 			return // refused, failed, or a stream that never committed
 		}
-		t.series = x.s.metrics.routeSeries(x.alias.Name, x.rec.Provider)
+		t.series = x.s.metrics.routeSeries(x.ing.endpoint, x.alias.Name, x.rec.Provider)
 		t.series.addedJSON.Observe((x.elapsed() - t.clientBody - t.upstream).Seconds())
 	}
 	t.series.inputTokens.Observe(float64(x.rec.InputTokens))

@@ -26,7 +26,7 @@ func benchExchange(b *testing.B) *exchange {
 	s := &Server{log: slog.New(slog.DiscardHandler), metrics: NewMetrics(prometheus.NewRegistry()), now: time.Now}
 	// A realistic cache: many pairs, the measured one among them.
 	for i := range 200 {
-		s.metrics.routeSeries("alias-"+string(rune('a'+i%26))+string(rune('a'+i/26)), "provider")
+		s.metrics.routeSeries("chat", "alias-"+string(rune('a'+i%26))+string(rune('a'+i/26)), "provider")
 	}
 	x := &exchange{s: s, start: time.Now(), alias: &snapshot.Alias{Name: "chat-alpha"}}
 	x.rec.Provider, x.rec.Status, x.rec.InputTokens, x.rec.OutputTokens = "alpha", statusSuccess, 21, 240
@@ -115,11 +115,11 @@ func BenchmarkObserveJSONWithLabelValues(b *testing.B) {
 // TestHistogramsPerAliasAndProvider's.)
 func TestRouteSeriesResolvedOncePerPair(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry())
-	a := m.routeSeries("chat", "alpha")
-	if b := m.routeSeries("chat", "alpha"); a != b {
+	a := m.routeSeries("chat", "chat", "alpha")
+	if b := m.routeSeries("chat", "chat", "alpha"); a != b {
 		t.Fatal("a pair resolved twice got two sets of children")
 	}
-	if m.routeSeries("chat", "beta") == a || m.routeSeries("other", "alpha") == a || m.routeSeries("chat", "alpha") != a {
+	if m.routeSeries("chat", "chat", "beta") == a || m.routeSeries("chat", "other", "alpha") == a || m.routeSeries("chat", "chat", "alpha") != a {
 		t.Fatal("different pairs share children, or a pair lost its own")
 	}
 }

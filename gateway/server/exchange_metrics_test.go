@@ -166,24 +166,24 @@ func TestHistogramsPerAliasAndProvider(t *testing.T) {
 	}
 	want := map[string]map[string]float64{
 		"llmgw_gateway_added_seconds_count": {
-			"alias=chat-alpha,provider=alpha,stream=false": 2,
-			"alias=chat-alpha,provider=alpha,stream=true":  2,
-			"alias=chat-alpha,provider=beta,stream=false":  1,
-			"alias=chat-alpha,provider=beta,stream=true":   1,
-			"alias=chat-beta,provider=beta,stream=true":    1,
+			"alias=chat-alpha,endpoint=chat,provider=alpha,stream=false": 2,
+			"alias=chat-alpha,endpoint=chat,provider=alpha,stream=true":  2,
+			"alias=chat-alpha,endpoint=chat,provider=beta,stream=false":  1,
+			"alias=chat-alpha,endpoint=chat,provider=beta,stream=true":   1,
+			"alias=chat-beta,endpoint=chat,provider=beta,stream=true":    1,
 		},
 		"llmgw_time_to_first_content_seconds_count": {
-			"alias=chat-alpha,provider=alpha": 2,
-			"alias=chat-alpha,provider=beta":  1,
-			"alias=chat-beta,provider=beta":   1,
+			"alias=chat-alpha,endpoint=chat,provider=alpha": 2,
+			"alias=chat-alpha,endpoint=chat,provider=beta":  1,
+			"alias=chat-beta,endpoint=chat,provider=beta":   1,
 		},
 		"llmgw_request_tokens_count": {
-			"alias=chat-alpha,kind=input,provider=alpha":  4,
-			"alias=chat-alpha,kind=output,provider=alpha": 4,
-			"alias=chat-alpha,kind=input,provider=beta":   2,
-			"alias=chat-alpha,kind=output,provider=beta":  2,
-			"alias=chat-beta,kind=input,provider=beta":    1,
-			"alias=chat-beta,kind=output,provider=beta":   1,
+			"alias=chat-alpha,endpoint=chat,kind=input,provider=alpha":  4,
+			"alias=chat-alpha,endpoint=chat,kind=output,provider=alpha": 4,
+			"alias=chat-alpha,endpoint=chat,kind=input,provider=beta":   2,
+			"alias=chat-alpha,endpoint=chat,kind=output,provider=beta":  2,
+			"alias=chat-beta,endpoint=chat,kind=input,provider=beta":    1,
+			"alias=chat-beta,endpoint=chat,kind=output,provider=beta":   1,
 		},
 	}
 	for name, w := range want {
@@ -209,7 +209,7 @@ func TestHistogramsPerAliasAndProvider(t *testing.T) {
 	sums := series(samples, "llmgw_request_tokens_sum")
 	for p, n := range tokens {
 		for i, kind := range []string{"input", "output"} {
-			k := "alias=" + p.alias + ",kind=" + kind + ",provider=" + p.provider
+			k := "alias=" + p.alias + ",endpoint=chat,kind=" + kind + ",provider=" + p.provider
 			if sums[k] != float64(n[i]) || n[i] == 0 {
 				t.Errorf("%s tokens sum %v, records say %d", k, sums[k], n[i])
 			}
@@ -220,12 +220,12 @@ func TestHistogramsPerAliasAndProvider(t *testing.T) {
 	// stream's wait for its headers), inside time to first content.
 	addedSums := series(samples, "llmgw_gateway_added_seconds_sum")
 	slow := float64(slowMs) / 1000
-	for _, k := range []string{"alias=chat-alpha,provider=beta,stream=false", "alias=chat-beta,provider=beta,stream=true"} {
+	for _, k := range []string{"alias=chat-alpha,endpoint=chat,provider=beta,stream=false", "alias=chat-beta,endpoint=chat,provider=beta,stream=true"} {
 		if v := addedSums[k]; v <= 0 || v > slow/2 {
 			t.Errorf("added latency of %s: %vs (the provider took %vs)", k, v, slow)
 		}
 	}
-	if v := series(samples, "llmgw_time_to_first_content_seconds_sum")["alias=chat-beta,provider=beta"]; v < slow {
+	if v := series(samples, "llmgw_time_to_first_content_seconds_sum")["alias=chat-beta,endpoint=chat,provider=beta"]; v < slow {
 		t.Errorf("time to first content of the slow stream: %vs, under the provider's %vs", v, slow)
 	}
 }

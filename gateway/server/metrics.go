@@ -68,13 +68,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 for each provider of the running snapshot whose credential the gateway cannot read (its routes are passed over)."}, []string{"provider"}),
 		added: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "llmgw_gateway_added_seconds",
 			Help:    "Time the gateway added before the client had the answer's content: from the request's arrival to the JSON response written (stream=\"false\") or the first content event flushed (stream=\"true\"), minus the time spent in provider attempts and reading the request body until then.",
-			Buckets: addedBuckets}, []string{"alias", "provider", "stream"}),
+			Buckets: addedBuckets}, []string{"endpoint", "alias", "provider", "stream"}),
 		ttfc: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "llmgw_time_to_first_content_seconds",
 			Help:    "Streams: time from the request's arrival to the first content event flushed to the client, provider time included.",
-			Buckets: ttfcBuckets}, []string{"alias", "provider"}),
+			Buckets: ttfcBuckets}, []string{"endpoint", "alias", "provider"}),
 		tokens: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "llmgw_request_tokens",
 			Help:    "Tokens per request a provider answered, by kind (input, output), as recorded in the request's usage record.",
-			Buckets: tokenBuckets}, []string{"alias", "provider", "kind"}),
+			Buckets: tokenBuckets}, []string{"endpoint", "alias", "provider", "kind"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.attempts, m.reloads, m.snapshotInfo, m.reloadFailing, m.inflight,
