@@ -77,5 +77,9 @@ func aoStopReason(finish string) string {
 // in prompt_tokens (a provider reporting more cached tokens than prompt
 // tokens has input 0, not a negative count).
 func aoInput(u *Usage) (input, cacheRead int) {
-	return max(u.InputTokens-u.CachedInputTokens, 0), u.CachedInputTokens
+	// Cached tokens are part of the prompt's: a provider reporting more of
+	// them than prompt tokens reports at most the prompt's as cached (the
+	// gateway's record clamps them alike).
+	cacheRead = min(max(u.CachedInputTokens, 0), max(u.InputTokens, 0))
+	return max(u.InputTokens-cacheRead, 0), cacheRead
 }
