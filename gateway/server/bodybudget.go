@@ -45,19 +45,27 @@ func (b *bodyBudget) take(n int64) bool {
 
 func (b *bodyBudget) give(n int64) { b.left.Add(n) }
 
-// reserveBody takes from the budget what the request's body may hold: its
-// Content-Length, or the body limit when it is sent without one.
+// reserveBody takes from the budget what the request's body may hold
+// (takeBody).
 func (x *exchange) reserveBody(maxBody int64) *apiError {
-	n := x.r.ContentLength
+	n, aerr := x.s.takeBody(x.r, maxBody)
+	x.bodyHeld = n
+	return aerr
+}
+
+// takeBody takes from the budget what r's body may hold: its
+// Content-Length, or the body limit when it is sent without one. It
+// returns what it took, for bodies.give.
+func (s *Server) takeBody(r *http.Request, maxBody int64) (int64, *apiError) {
+	n := r.ContentLength
 	if n < 0 || n > maxBody {
 		n = maxBody // a declared length over the limit is refused by readBody
 	}
-	if !x.s.bodies.take(n) {
-		return &apiError{status: http.StatusServiceUnavailable, typ: typeOverloaded, code: "gateway_overloaded",
+	if !s.bodies.take(n) {
+		return 0, &apiError{status: http.StatusServiceUnavailable, typ: typeOverloaded, code: "gateway_overloaded",
 			message: "the gateway holds as many request bodies as its memory allows; retry shortly", retryAfter: time.Second}
 	}
-	x.bodyHeld = n
-	return nil
+	return n, nil
 }
 
 // releaseBody gives the body's reservation back, once.

@@ -33,12 +33,12 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 	}
 	fail := func(e *apiError) { apiAnthropic.writeError(w, e, id) }
 	lim := st.snap.Limits
-	if !s.bodies.take(lim.MaxBodyBytes) {
-		fail(&apiError{status: http.StatusServiceUnavailable, typ: typeOverloaded, code: "gateway_overloaded",
-			message: "the gateway holds as many request bodies as its memory allows; retry shortly", retryAfter: time.Second})
+	held, aerr := s.takeBody(r, lim.MaxBodyBytes)
+	if aerr != nil {
+		fail(aerr)
 		return
 	}
-	defer s.bodies.give(lim.MaxBodyBytes)
+	defer s.bodies.give(held)
 	body, aerr := readBody(w, r, lim.MaxBodyBytes)
 	if aerr != nil {
 		fail(aerr)
@@ -115,30 +115,3 @@ func (s *Server) providerCount(w http.ResponseWriter, r *http.Request, st *state
 // countTimeout bounds a provider's count: the gateway's own count is the
 // answer past it.
 const countTimeout = 10 * time.Second
-
-// admitRead admits a request to an endpoint that reads and is not
-// recorded (/v1/models, /v1/usage, count_tokens): the client-address
-// limit, authentication, then the key's read bucket, with errors in api's
-// shape.
-func (s *Server) admitRead(w http.ResponseWriter, r *http.Request, api callerAPI) (*state, *snapshot.Key, bool) {
-	id := requestID(w)
-	if aerr := s.checkClientIP(r); aerr != nil {
-		api.writeError(w, aerr, id)
-		return nil, nil, false
-	}
-	st := s.state.Load()
-	if st == nil {
-		api.writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: typeOverloaded, code: "not_ready",
-			message: "the gateway has no configuration loaded yet"}, id)
-		return nil, nil, false
-	}
-	k, aerr := s.authenticate(st, r)
-	if aerr == nil {
-		aerr = s.checkRead(k)
-	}
-	if aerr != nil {
-		api.writeError(w, aerr, id)
-		return nil, nil, false
-	}
-	return st, k, true
-}

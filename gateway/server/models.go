@@ -24,18 +24,19 @@ type listJSON[T any] struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
-// authOnly admits a non-chat endpoint (no usage record: the ledger counts
-// chat requests only): the client-address limit, authentication, then the
-// key's read bucket.
-func (s *Server) authOnly(w http.ResponseWriter, r *http.Request) (*state, *snapshot.Key, bool) {
+// admitRead admits a request to an endpoint that reads and is not
+// recorded (/v1/models, /v1/usage, count_tokens): the client-address
+// limit, authentication, then the key's read bucket, with errors in api's
+// shape.
+func (s *Server) admitRead(w http.ResponseWriter, r *http.Request, api callerAPI) (*state, *snapshot.Key, bool) {
 	id := requestID(w)
 	if aerr := s.checkClientIP(r); aerr != nil {
-		writeError(w, aerr, id)
+		api.writeError(w, aerr, id)
 		return nil, nil, false
 	}
 	st := s.state.Load()
 	if st == nil {
-		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: typeOverloaded, code: "not_ready",
+		api.writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: typeOverloaded, code: "not_ready",
 			message: "the gateway has no configuration loaded yet"}, id)
 		return nil, nil, false
 	}
@@ -44,7 +45,7 @@ func (s *Server) authOnly(w http.ResponseWriter, r *http.Request) (*state, *snap
 		aerr = s.checkRead(k)
 	}
 	if aerr != nil {
-		writeError(w, aerr, id)
+		api.writeError(w, aerr, id)
 		return nil, nil, false
 	}
 	return st, k, true
@@ -117,7 +118,7 @@ type recordJSON struct {
 // handleUsage lists the calling key's own records, newest first, those of
 // one endpoint and/or one agent session when asked (usageFilter).
 func (s *Server) handleUsage(w http.ResponseWriter, r *http.Request) {
-	_, k, ok := s.authOnly(w, r)
+	_, k, ok := s.admitRead(w, r, apiOpenAI)
 	if !ok {
 		return
 	}

@@ -191,31 +191,21 @@ func wantInvalid(t *testing.T, what string, status int, body []byte, code, param
 func readableSnapshot(t *testing.T) (string, *snapshot.Snapshot) {
 	t.Helper()
 	plain, snap := oneKeySnapshot(t)
-	snap.Keys[0].RateLimit = snapshot.RateLimit{RPM: 600_000, Burst: 100_000}
+	snap.Keys[0].RateLimit = readableRateLimit
 	return plain, snap
 }
 
-// filterGateway is a gateway over a fresh ledger with readableSnapshot's
-// key (key-a); it returns the key, the ledger and the gateway's URL.
+var readableRateLimit = snapshot.RateLimit{RPM: 600_000, Burst: 100_000}
+
+// filterGateway is a gateway over a fresh ledger (startDirect) with
+// readableSnapshot's key rate limit (key-a); it returns the key, the
+// ledger and the gateway's URL.
 func filterGateway(t *testing.T, opts server.Options) (string, *usage.Ledger, string) {
 	t.Helper()
-	plain, snap := readableSnapshot(t)
-	l, err := usage.Open(t.Context(), t.TempDir()+"/u.db", usage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
-	opts.Ledger = l
-	srv, err := server.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Apply(t.Context(), snap); err != nil {
-		t.Fatal(err)
-	}
-	gw := httptest.NewServer(srv.Handler())
-	t.Cleanup(gw.Close)
-	return plain, l, gw.URL
+	d := startDirect(t, "http://127.0.0.1:1", opts, func(s *snapshot.Snapshot) {
+		s.Keys[0].RateLimit = readableRateLimit
+	})
+	return d.key, d.ledger, d.url
 }
 
 // TestUsageFilterParams: endpoint= and session= narrow GET /v1/usage by

@@ -216,7 +216,7 @@ func errTooManyGroups(by string) *apiError {
 // own, as with GET /v1/usage. endpoint= and session= narrow them, group_by=
 // breaks them down.
 func (s *Server) handleUsageSummary(w http.ResponseWriter, r *http.Request) {
-	_, k, ok := s.authOnly(w, r)
+	_, k, ok := s.admitRead(w, r, apiOpenAI)
 	if !ok {
 		return
 	}
