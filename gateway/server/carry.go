@@ -46,6 +46,7 @@ func (x *exchange) carry() *apiError {
 	fallbacks := a.AllowedFallbacks()
 	x.cands = make([]candidate, 0, 1+len(fallbacks))
 	var refused *translate.NotCarried
+	fwd := passThroughHeaders(x.r.Header) // for the routes of the caller's protocol
 	for i := -1; i < len(fallbacks); i++ {
 		rt := a.Primary
 		if i >= 0 {
@@ -91,7 +92,7 @@ func (x *exchange) carry() *apiError {
 			return &apiError{status: http.StatusInternalServerError, typ: typeInternal, code: "internal_error", message: "the request could not be translated for its provider"}
 		}
 		if protocol == x.ing.api.protocol() {
-			c.header = passThroughHeaders(x.r.Header)
+			c.header = fwd
 		}
 		x.cands = append(x.cands, c)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/tokens"
+	"github.com/llmgw/llmgw/api/wire/anthropic"
 	"github.com/llmgw/llmgw/gateway/provider"
 	"github.com/llmgw/llmgw/gateway/translate"
 )
@@ -57,11 +58,7 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 	if s.providerCount(w, r, st, alias.Primary, body) {
 		return
 	}
-	writeJSON(w, http.StatusOK, countJSON{InputTokens: p.inputTokens})
-}
-
-type countJSON struct {
-	InputTokens int `json:"input_tokens"`
+	writeJSON(w, http.StatusOK, anthropic.CountTokensResponse{InputTokens: p.inputTokens})
 }
 
 // providerCount asks rt's provider to count, when it is an Anthropic
