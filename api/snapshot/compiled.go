@@ -1,6 +1,9 @@
 package snapshot
 
-import "time"
+import (
+	"maps"
+	"time"
+)
 
 // Compiled is a read-only, indexed view of one snapshot for the request path. It is
 // built once per snapshot version and shared by all requests without locking, so
@@ -40,7 +43,11 @@ func CompileOwned(snap *Snapshot) *Compiled {
 		prices:    indexPrices(snap),
 	}
 	for i := range snap.Keys {
-		c.keys[snap.Keys[i].Prefix] = &snap.Keys[i]
+		k := &snap.Keys[i]
+		c.keys[k.Prefix] = k
+		if k.Previous != nil {
+			c.keys[k.Previous.Prefix] = k
+		}
 	}
 	c.groups = indexGroups(snap)
 	for i := range snap.Aliases {
@@ -61,11 +68,22 @@ func (c *Compiled) Version() string { return c.snap.Version }
 // Limits are the gateway-wide hard limits.
 func (c *Compiled) Limits() Limits { return c.snap.Limits }
 
-// KeyByPrefix finds a key by its non-secret prefix (see keyformat.PrefixOf). The caller
-// must still verify the full key against Key.Hash and check Key.Active.
+// KeyByPrefix finds a key by its non-secret prefix (see keyformat.PrefixOf), or by
+// the prefix of the key it replaced (Key.Previous). The caller must still verify
+// the full key against the hash of the prefix it found (HashFor) and check
+// Key.Active.
 func (c *Compiled) KeyByPrefix(prefix string) (*Key, bool) {
 	k, ok := c.keys[prefix]
 	return k, ok
+}
+
+// HashFor is the hash to verify a presented key of this prefix against, and
+// whether that is the previous (rotated-out) key's.
+func (k *Key) HashFor(prefix string) (hash string, previous bool) {
+	if k.Previous != nil && prefix == k.Previous.Prefix && prefix != k.Prefix {
+		return k.Previous.Hash, true
+	}
+	return k.Hash, false
 }
 
 // Alias finds an alias by its public name.
@@ -129,6 +147,7 @@ func (s *Snapshot) Clone() *Snapshot {
 			b := *g.Budget
 			g.Budget = &b
 		}
+		g.Owners = maps.Clone(g.Owners)
 	})
 	return &c
 }
@@ -145,6 +164,11 @@ func (k *Key) Clone() Key {
 		t := *k.ExpiresAt
 		c.ExpiresAt = &t
 	}
+	if k.Previous != nil {
+		p := *k.Previous
+		c.Previous = &p
+	}
+	c.Owners = maps.Clone(k.Owners)
 	return c
 }
 

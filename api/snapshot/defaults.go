@@ -106,6 +106,12 @@ func (k *Key) Normalize() {
 		t := k.ExpiresAt.Round(0).UTC()
 		k.ExpiresAt = &t
 	}
+	if k.Previous != nil {
+		k.Previous.Until = k.Previous.Until.Round(0).UTC()
+	}
+	if len(k.Owners) == 0 {
+		k.Owners = nil
+	}
 }
 
 // AllowedFallbacks is the fallback list cut to MaxFallbacks: the routes the gateway

@@ -48,6 +48,9 @@ type Group struct {
 	Name            string  `json:"name"`
 	TokensPerMinute int64   `json:"tokensPerMinute,omitzero"`
 	Budget          *Budget `json:"budget,omitempty"`
+	// Owners are labels copied onto the usage records of the group's keys
+	// (a key's own owner labels win over the group's); see Key.Owners.
+	Owners map[string]string `json:"owners,omitempty"`
 }
 
 func (b *Budget) normalize() {
@@ -136,6 +139,7 @@ func validateQuotas(s *Snapshot) []error {
 		if names[g.Name] {
 			errs = append(errs, fmt.Errorf("%s: duplicate group name", obj))
 		}
+		errs = append(errs, validateOwners(obj, g.Owners)...)
 		names[g.Name] = true
 		errs = append(errs, validateLimits(obj, g.TokensPerMinute, g.Budget)...)
 		checkCurrency(obj, g.Budget)

@@ -115,7 +115,26 @@ type Key struct {
 	TokensPerMinute int64   `json:"tokensPerMinute,omitzero"`
 	Budget          *Budget `json:"budget,omitempty"`
 	Group           string  `json:"group,omitempty"`
+	// Previous is the key this one replaced (`llmgw keys rotate`): until
+	// Previous.Until it authenticates as this key (same id, history, limits
+	// and budgets); after it, it is refused as rotated. Omitted when the key
+	// was never rotated.
+	Previous *PreviousKey `json:"previous,omitempty"`
+	// Owners are the labels (named by the controller's --owner-labels, or
+	// written in a snapshot file) copied onto every usage record of the key.
+	Owners map[string]string `json:"owners,omitempty"`
 }
+
+// PreviousKey is a rotated-out key: its prefix and hash (never the key), and
+// when it stops being accepted.
+type PreviousKey struct {
+	Prefix string    `json:"prefix"`
+	Hash   string    `json:"hash"`
+	Until  time.Time `json:"until"`
+}
+
+// Accepts says whether the previous key still authenticates at now.
+func (p *PreviousKey) Accepts(now time.Time) bool { return p != nil && now.Before(p.Until) }
 
 // RateLimit is a token bucket: refilled at RPM per minute, holding at most Burst.
 type RateLimit struct {

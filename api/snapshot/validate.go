@@ -61,7 +61,7 @@ func (s *Snapshot) validate(keysChecked bool) error {
 	}
 
 	ids := make(map[string]bool, len(s.Keys))
-	prefixes := make(map[string]bool, len(s.Keys))
+	prefixes := make(map[string]string, len(s.Keys)) // prefix → the key id that has it
 	for i := range s.Keys {
 		k := &s.Keys[i]
 		// Named only when something is wrong: a label for each of 50,000
@@ -71,10 +71,16 @@ func (s *Snapshot) validate(keysChecked bool) error {
 			add("%s: duplicate key id", obj())
 		}
 		ids[k.ID] = true
-		if k.Prefix != "" && prefixes[k.Prefix] {
-			add("%s: duplicate key prefix %s", obj(), k.Prefix)
+		if other, dup := prefixes[k.Prefix]; k.Prefix != "" && dup {
+			add("%s: duplicate key prefix %s (also key %s's current or previous prefix)", obj(), k.Prefix, quote(other))
 		}
-		prefixes[k.Prefix] = true
+		prefixes[k.Prefix] = k.ID
+		if p := k.Previous; p != nil && p.Prefix != "" && p.Prefix != k.Prefix {
+			if other, dup := prefixes[p.Prefix]; dup {
+				add("%s: previous.prefix %s is also key %s's current or previous prefix", obj(), p.Prefix, quote(other))
+			}
+			prefixes[p.Prefix] = k.ID
+		}
 		if !keysChecked {
 			errs = append(errs, validateKey(obj(), k, false)...)
 		}
@@ -234,6 +240,21 @@ func validateKey(obj string, k *Key, requireModels bool) []error {
 		add("rateLimit.burst must be > 0, got %d", k.RateLimit.Burst)
 	}
 	errs = append(errs, validateKeyQuotas(obj, k)...)
+	if p := k.Previous; p != nil {
+		switch {
+		case !keyformat.ValidPrefix(p.Prefix):
+			add("previous.prefix must be %q followed by 10 chars of [a-z0-9]", keyformat.Prefix)
+		case p.Prefix == k.Prefix:
+			add("previous.prefix is the key's own prefix: a rotated key has a new prefix")
+		}
+		if !keyformat.ValidHash(p.Hash) {
+			add("previous.hash must be %q followed by 64 lowercase hex chars (store the hash, never the key)", keyformat.HashPrefix)
+		}
+		if p.Until.IsZero() {
+			add("previous.until must be set: when the previous key stops being accepted")
+		}
+	}
+	errs = append(errs, validateOwners(obj, k.Owners)...)
 	return errs
 }
 
