@@ -110,6 +110,30 @@ func (l *ClientLimiter) Allow(client netip.Addr, now time.Time) Decision {
 	return d
 }
 
+// Peek says whether the client's bucket has a token now, without taking
+// it or creating a bucket: a client without one has a full bucket.
+func (l *ClientLimiter) Peek(client netip.Addr, now time.Time) Decision {
+	if l == nil {
+		return Decision{Allowed: true}
+	}
+	key := ClientKey(client)
+	sh := &l.shards[maphash.Comparable(l.seed, key)%clientShards]
+	sh.mu.Lock()
+	b, ok := sh.m[key]
+	sh.mu.Unlock()
+	if !ok {
+		return Decision{Allowed: true, Remaining: l.burst}
+	}
+	tokens := b.tokens
+	if elapsed := time.Duration(now.UnixNano() - b.last).Seconds(); elapsed > 0 {
+		tokens = math.Min(float64(l.burst), tokens+elapsed*l.rate)
+	}
+	if tokens >= 1 {
+		return Decision{Allowed: true, Remaining: int(tokens)}
+	}
+	return Decision{RetryAfter: time.Duration((1 - tokens) / l.rate * float64(time.Second))}
+}
+
 // Len is the number of buckets held.
 func (l *ClientLimiter) Len() int {
 	if l == nil {

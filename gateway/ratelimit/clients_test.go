@@ -85,3 +85,30 @@ func TestClientLimiterMemoryIsBounded(t *testing.T) {
 		t.Fatal("exhausted client allowed")
 	}
 }
+
+// Peek never takes a token nor creates a bucket; it sees what Allow took.
+func TestClientLimiterPeek(t *testing.T) {
+	l := NewClientLimiter(60, 2, 0)
+	a := netip.MustParseAddr("192.0.2.9")
+	t0 := time.Unix(1000, 0)
+	for i := range 5 {
+		if d := l.Peek(a, t0); !d.Allowed || d.Remaining != 2 {
+			t.Fatalf("peek %d on an unused address: %+v", i, d)
+		}
+	}
+	if l.Len() != 0 {
+		t.Fatalf("peek created %d buckets", l.Len())
+	}
+	l.Allow(a, t0)
+	l.Allow(a, t0)
+	if d := l.Peek(a, t0); d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > time.Second {
+		t.Fatalf("peek on an empty bucket: %+v", d)
+	}
+	if d := l.Peek(a, t0.Add(time.Second)); !d.Allowed || d.Remaining != 1 {
+		t.Fatalf("peek after a second's refill: %+v", d)
+	}
+	var none *ClientLimiter
+	if !none.Peek(a, t0).Allowed {
+		t.Fatal("a nil limiter's peek denied")
+	}
+}

@@ -9,30 +9,53 @@ import (
 )
 
 // authenticate finds the caller's key: lookup by the non-secret prefix, then
-// a constant-time comparison of the whole key's SHA-256 with the stored hash.
-// The plaintext never leaves this file (presentedKey reads it).
-func (s *Server) authenticate(st *state, r *http.Request) (*snapshot.Key, *apiError) {
+// a constant-time comparison of the whole key's SHA-256 with the stored hash
+// of that prefix — the key's own, or during a rotation's grace the key it
+// replaced (snapshot.Key.Previous), which authenticates as the same key. It
+// returns the hash that matched (the record's fingerprint is of the key
+// used) and, for a key that is refused as disabled, expired or rotated, the
+// key too (its record is attributed). A refusal is charged to the caller's
+// address (checkClientIP). The plaintext never leaves this file
+// (presentedKey reads it).
+func (s *Server) authenticate(st *state, r *http.Request) (*snapshot.Key, string, *apiError) {
+	k, hash, aerr := s.findKey(st, r)
+	if aerr != nil {
+		s.chargeClientIP(r)
+	}
+	return k, hash, aerr
+}
+
+func (s *Server) findKey(st *state, r *http.Request) (*snapshot.Key, string, *apiError) {
 	plain, aerr := presentedKey(r.Header)
 	if aerr != nil {
-		return nil, aerr
+		return nil, "", aerr
 	}
 	prefix, ok := keyformat.PrefixOf(plain)
 	if !ok {
-		return nil, invalidKey()
+		return nil, "", invalidKey()
 	}
 	k, ok := st.idx.KeyByPrefix(prefix)
-	if !ok || !keyformat.Verify(plain, k.Hash) {
-		return nil, invalidKey()
+	if !ok {
+		return nil, "", invalidKey()
+	}
+	hash, previous := k.HashFor(prefix)
+	if !keyformat.Verify(plain, hash) {
+		return nil, "", invalidKey()
+	}
+	now := s.now()
+	if previous && !k.Previous.Accepts(now) {
+		return k, hash, &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "key_rotated",
+			message: "this gateway key was rotated and its grace period has ended; use the key that replaced it"}
 	}
 	if k.Disabled {
-		return nil, &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "key_disabled",
+		return k, hash, &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "key_disabled",
 			message: "this gateway key is disabled"}
 	}
-	if !k.Active(s.now()) {
-		return nil, &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "key_expired",
+	if !k.Active(now) {
+		return k, hash, &apiError{status: http.StatusUnauthorized, typ: typeAuthentication, code: "key_expired",
 			message: "this gateway key has expired"}
 	}
-	return k, nil
+	return k, hash, nil
 }
 
 // presentedKey is the gateway key the caller sent: in Authorization as a

@@ -139,8 +139,10 @@ func (x *exchange) admitChat(inflight int64) bool {
 		x.reject(aerr)
 		return false
 	}
-	// The client-address limit comes next: a flood without a valid key
-	// costs one record per request and nothing else.
+	// The client-address limit comes next: an address whose requests kept
+	// failing authentication is refused before its key is even looked up,
+	// so a flood without a valid key costs one record per request and
+	// nothing else. Only failed authentications draw from it (authenticate).
 	if aerr := s.checkClientIP(x.r); aerr != nil {
 		x.begin()
 		x.reject(aerr)
@@ -159,9 +161,9 @@ func (x *exchange) admitChat(inflight int64) bool {
 			message: "the gateway is at its concurrent request limit; retry shortly", retryAfter: time.Second})
 		return false
 	}
-	key, aerr := s.authenticate(st, x.r)
+	key, hash, aerr := s.authenticate(st, x.r)
 	if key != nil {
-		x.rec.KeyID, x.rec.KeyFingerprint = key.ID, st.fingerprint(key)
+		x.rec.KeyID, x.rec.KeyFingerprint = key.ID, st.fingerprint(hash)
 	}
 	x.begin()
 	if aerr != nil {

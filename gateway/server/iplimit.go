@@ -31,19 +31,31 @@ func (s *Server) setAbuseLimits(o Options) {
 	})
 }
 
-// checkClientIP takes a token from the caller's address bucket. It runs
+// checkClientIP refuses a caller whose address bucket is empty. It runs
 // before authentication on every /v1 endpoint, so a flood without a valid
 // key is refused before it costs a key lookup or more than its one record.
+// Only requests that fail authentication take from the bucket
+// (chargeClientIP): a valid key is limited by its own limits, its group's
+// and the gateway's concurrency cap, however many requests one address
+// (a load generator, an ingress controller) sends with it.
 func (s *Server) checkClientIP(r *http.Request) *apiError {
 	a := s.abuse.Load()
 	if a == nil || a.ip == nil {
 		return nil
 	}
-	if d := a.ip.Allow(clientIP(r, a.trusted), s.now()); !d.Allowed {
+	if d := a.ip.Peek(clientIP(r, a.trusted), s.now()); !d.Allowed {
 		return &apiError{status: http.StatusTooManyRequests, typ: typeRateLimit, code: "client_ip_rate_limited",
 			message: "too many requests from this client address; retry after the indicated delay", retryAfter: d.RetryAfter}
 	}
 	return nil
+}
+
+// chargeClientIP takes a token from the caller's address bucket for a
+// request that failed authentication.
+func (s *Server) chargeClientIP(r *http.Request) {
+	if a := s.abuse.Load(); a != nil && a.ip != nil {
+		a.ip.Allow(clientIP(r, a.trusted), s.now())
+	}
 }
 
 // checkRead takes a token from the key's bucket for GET /v1/usage and

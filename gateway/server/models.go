@@ -40,7 +40,7 @@ func (s *Server) admitRead(w http.ResponseWriter, r *http.Request, api callerAPI
 			message: "the gateway has no configuration loaded yet"}, id)
 		return nil, nil, false
 	}
-	k, aerr := s.authenticate(st, r)
+	k, _, aerr := s.authenticate(st, r)
 	if aerr == nil {
 		aerr = s.checkRead(k)
 	}

@@ -42,20 +42,21 @@ type state struct {
 	// port only: it names Secrets and files). Routes to them are passed over;
 	// everything else in the snapshot is served.
 	unavailable map[string]string
-	// fingerprints caches fingerprint's answers, by key (the only thing in
-	// a state that changes after it is published; bounded by the keys).
+	// fingerprints caches fingerprint's answers, by hash (the only thing in
+	// a state that changes after it is published; bounded by the keys and
+	// their previous keys).
 	fingerprints sync.Map
 }
 
-// fingerprint is keyformat.Fingerprint(k.Hash), computed once per key and
+// fingerprint is keyformat.Fingerprint(hash), computed once per hash and
 // state: every request's record carries it, so its SHA-256 is paid once a
 // key, not once a request.
-func (st *state) fingerprint(k *snapshot.Key) string {
-	if fp, ok := st.fingerprints.Load(k); ok {
+func (st *state) fingerprint(hash string) string {
+	if fp, ok := st.fingerprints.Load(hash); ok {
 		return fp.(string)
 	}
-	fp := keyformat.Fingerprint(k.Hash)
-	st.fingerprints.Store(k, fp)
+	fp := keyformat.Fingerprint(hash)
+	st.fingerprints.Store(hash, fp)
 	return fp
 }
 
