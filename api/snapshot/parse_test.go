@@ -50,9 +50,9 @@ func TestParseStrict(t *testing.T) {
 		"field name case":         {inject(`"name":"p",`, `"Name":"p",`), `unknown field "Name"`},
 		"duplicate field":         {inject(`"name":"p",`, `"name":"p","name":"q",`), `duplicate field "name"`},
 		"duplicate top-level":     {`{"keys":[],"keys":[]}`, `duplicate field "keys"`},
-		"duplicate nested key":    {`{"limits":{"maxMessages":1,"maxMessages":2}}`, `duplicate field "maxMessages" at /limits`},
-		"duplicate after null":    {inject(`"models":["a"]`, `"models":["a"],"expiresAt":"2030-01-01T00:00:00Z","expiresAt":null`), `duplicate field "expiresAt" at /keys/0`},
-		"case variant and exact":  {inject(`"name":"p",`, `"name":"p","NAME":"q",`), `unknown field "NAME" at /providers/0`},
+		"duplicate nested key":    {`{"limits":{"maxMessages":1,"maxMessages":2}}`, `duplicate field "maxMessages" at limits`},
+		"duplicate after null":    {inject(`"models":["a"]`, `"models":["a"],"expiresAt":"2030-01-01T00:00:00Z","expiresAt":null`), `duplicate field "expiresAt" at keys[k]`},
+		"case variant and exact":  {inject(`"name":"p",`, `"name":"p","NAME":"q",`), `unknown field "NAME" at providers[p]`},
 		"invalid UTF-8":           {"{\"version\":\"a\xffb\"}", "invalid UTF-8"},
 		"trailing object":         {`{} {}`, "unexpected data after the top-level object"},
 		"trailing garbage":        {`{}x`, "unexpected data after the top-level object"},
@@ -159,4 +159,62 @@ func TestParseCircuitBreaker(t *testing.T) {
 	}
 	_, err := Parse([]byte(provider(`,"circuitBreaker":{"consecutiveFailures":2,"CoolDownMs":5}`)))
 	mustContainAll(t, err, "CoolDownMs")
+}
+
+// TestParseTypeErrorsSayWhere: a value of the wrong JSON type is reported
+// at its path in the snapshot's terms, an element of keys, groups,
+// providers and aliases named by its id or name (its index when it has
+// none, or two); a number where a decimal string belongs says to quote it.
+func TestParseTypeErrorsSayWhere(t *testing.T) {
+	long := strings.Repeat("9", 40)
+	cases := []struct {
+		name, input, want string
+	}{
+		{"key budget amount", `{"keys":[{"id":"a"},{"id":"team-a","budget":{"amount":25}}]}`,
+			`keys[team-a].budget.amount must be a string like "25", not the number 25`},
+		{"group budget amount", `{"groups":[{"name":"platform","budget":{"amount":0.125,"currency":"USD"}}]}`,
+			`groups[platform].budget.amount must be a string like "0.125", not the number 0.125`},
+		{"price input", `{"providers":[{"name":"alpha"},{"name":"beta","prices":[{"model":"m"},{"model":"m","inputPerMillion":1.5}]}]}`,
+			`providers[beta].prices[1].inputPerMillion must be a string like "1.5", not the number 1.5`},
+		{"price cached input", `{"providers":[{"name":"beta","prices":[{"model":"m","cachedInputPerMillion":0}]}]}`,
+			`providers[beta].prices[0].cachedInputPerMillion must be a string like "0", not the number 0`},
+		{"price output", `{"providers":[{"name":"beta","prices":[{"model":"m","outputPerMillion":10}]}]}`,
+			`providers[beta].prices[0].outputPerMillion must be a string like "10", not the number 10`},
+		{"price reasoning", `{"providers":[{"name":"beta","prices":[{"model":"m","reasoningPerMillion":15}]}]}`,
+			`providers[beta].prices[0].reasoningPerMillion must be a string like "15", not the number 15`},
+		{"not a decimal even quoted", `{"keys":[{"id":"k","budget":{"amount":-2.5e3}}]}`,
+			`keys[k].budget.amount must be a string like "25", not the number -2.5e3`},
+		{"too many digits to be one", `{"keys":[{"id":"k","budget":{"amount":` + long + `}}]}`,
+			`keys[k].budget.amount must be a string like "25", not the number ` + long[:32] + "…"},
+		{"boolean amount", `{"groups":[{"name":"g","budget":{"amount":true}}]}`,
+			`groups[g].budget.amount must be a string like "25", not the boolean true`},
+		{"key without id", `{"keys":[{"id":"k"},{"budget":{"amount":5}}]}`,
+			`keys[1].budget.amount must be a string like "5", not the number 5`},
+		{"id not a string", `{"keys":[{"id":7,"budget":{"amount":"1"}}]}`, `keys[0].id must be a string, not the number 7`},
+		{"id twice", `{"keys":[{"id":"a","id":"b","budget":{"amount":1}}]}`, `duplicate field "id" at keys[0]`},
+		{"id that needs quoting", `{"keys":[{"id":"a b","budget":{"amount":1}}]}`,
+			`keys["a b"].budget.amount must be a string like "1", not the number 1`},
+		{"plaintext key as id", `{"keys":[{"id":"` + plainA + `","budget":{"amount":1}}]}`, `.budget.amount must be a string like "1"`},
+		{"owner label", `{"keys":[{"id":"k","owners":{"example.com/team":3}}]}`,
+			`keys[k].owners["example.com/team"] must be a string, not the number 3`},
+		{"alias fallback", `{"aliases":[{"name":"chat","fallbacks":[{"provider":"p","model":7}]}]}`,
+			`aliases[chat].fallbacks[0].model must be a string, not the number 7`},
+		{"currency", `{"groups":[{"name":"g","budget":{"amount":"1","currency":840}}]}`,
+			`groups[g].budget.currency must be a string, not the number 840`},
+		{"string for int", `{"limits":{"maxMessages":"1"}}`, `cannot unmarshal JSON string into Go int at limits.maxMessages`},
+		{"float for int", `{"keys":[{"id":"k","tokensPerMinute":1.5}]}`, `cannot unmarshal JSON number 1.5 into Go int64 at keys[k].tokensPerMinute`},
+		{"bad time", `{"keys":[{"id":"k","expiresAt":"tomorrow"}]}`, `into Go time.Time at keys[k].expiresAt: parsing time "tomorrow"`},
+		{"unknown field in a named element", `{"providers":[{"name":"beta","weight":1}]}`, `unknown field "weight" at providers[beta]`},
+		{"unknown field in a price", `{"providers":[{"name":"beta","prices":[{"model":"m","input":1}]}]}`, `unknown field "input" at providers[beta].prices[0]`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.input))
+			mustContainAll(t, err, c.want)
+		})
+	}
+
+	// A key part of a sharded snapshot names its elements the same way.
+	_, err := ParseKeyPart([]byte(`{"keys":[{"id":"a"},{"id":"b","budget":{"amount":5}}]}`))
+	mustContainAll(t, err, `key part: keys[b].budget.amount must be a string like "5", not the number 5`)
 }

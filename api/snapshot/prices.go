@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/llmgw/llmgw/api/money"
@@ -105,12 +107,12 @@ func (s *Snapshot) Currency() string {
 	return ""
 }
 
-// validatePrices checks every price of every provider, a (model,
-// effectiveFrom) pair appearing once per provider and one currency across
-// the snapshot.
+// validatePrices checks every price of every provider and a (model,
+// effectiveFrom) pair appearing once per provider. That the snapshot has
+// one currency is validateCurrencies' to check, prices and budgets
+// together.
 func validatePrices(s *Snapshot) []error {
 	var errs []error
-	currency, currencyFrom := "", ""
 	for i := range s.Providers {
 		pr := &s.Providers[i]
 		type slot struct {
@@ -138,10 +140,6 @@ func validatePrices(s *Snapshot) []error {
 			seen[k] = true
 			if !money.ValidCurrency(p.Currency) {
 				add("currency must be an ISO-4217 code like %q, got %s", DefaultCurrency, quote(p.Currency))
-			} else if currency == "" {
-				currency, currencyFrom = p.Currency, obj
-			} else if p.Currency != currency {
-				add("currency %s differs from %s (%s): a snapshot has one currency", p.Currency, currency, currencyFrom)
 			}
 			if _, err := p.Parse(); err != nil {
 				add("%v", err)
@@ -149,6 +147,156 @@ func validatePrices(s *Snapshot) []error {
 		}
 	}
 	return errs
+}
+
+// validateCurrencies checks that every price and budget is in one
+// currency. When they are not, the currency most of them use is taken for
+// the snapshot's (on a tie, the one seen first: prices, then groups, then
+// keys, in the snapshot's order), and each price or budget in another one
+// is reported, with the currency it should have and who uses it: the odd
+// ones out are named, not the many that agree with each other. Invalid
+// codes are left to validatePrices and validateLimits.
+func validateCurrencies(s *Snapshot) []error {
+	type tally struct{ prices, budgets int }
+	counts := map[string]*tally{}
+	var order []string // currencies as first seen
+	eachCurrency(s, func(u currencyUse) bool {
+		t := counts[u.currency]
+		if t == nil {
+			t = &tally{}
+			counts[u.currency] = t
+			order = append(order, u.currency)
+		}
+		if u.what == usePrice {
+			t.prices++
+		} else {
+			t.budgets++
+		}
+		return true
+	})
+	if len(order) < 2 {
+		return nil
+	}
+	total := func(c string) int { return counts[c].prices + counts[c].budgets }
+	major := order[0]
+	for _, c := range order[1:] {
+		if total(c) > total(major) {
+			major = c
+		}
+	}
+	// who uses the majority currency, in words.
+	var who string
+	if t := counts[major]; total(major) == 1 {
+		eachCurrency(s, func(u currencyUse) bool {
+			if u.currency == major {
+				who = u.obj(s)
+				return false
+			}
+			return true
+		})
+	} else {
+		var parts []string
+		for _, n := range []struct {
+			n    int
+			what string
+		}{{t.prices, "price"}, {t.budgets, "budget"}} {
+			switch {
+			case n.n == 1:
+				parts = append(parts, "1 "+n.what)
+			case n.n > 1:
+				parts = append(parts, strconv.Itoa(n.n)+" "+n.what+"s")
+			}
+		}
+		who = strings.Join(parts, " and ")
+	}
+	for _, c := range order {
+		if c != major && total(c) == total(major) {
+			who += fmt.Sprintf("; as many use %s, and %s comes first", c, major)
+			break
+		}
+	}
+	var errs []error
+	eachCurrency(s, func(u currencyUse) bool {
+		if u.currency != major {
+			errs = append(errs, fmt.Errorf("%s: %s %s differs from %s (the currency of %s): a snapshot has one currency",
+				u.obj(s), u.field(), u.currency, major, who))
+		}
+		return true
+	})
+	return errs
+}
+
+// currencyUse is one price or budget in a valid currency: the j-th price
+// of the i-th provider, or the budget of the i-th group or key.
+type currencyUse struct {
+	currency string
+	what     useKind
+	i, j     int
+}
+
+type useKind uint8
+
+const (
+	usePrice useKind = iota
+	useGroupBudget
+	useKeyBudget
+)
+
+// field is the use's field in errors.
+func (u currencyUse) field() string {
+	if u.what == usePrice {
+		return "currency"
+	}
+	return "budget.currency"
+}
+
+// obj names the use's object in errors, as validation does.
+func (u currencyUse) obj(s *Snapshot) string {
+	switch u.what {
+	case usePrice:
+		return priceObj(&s.Providers[u.i], u.i, u.j)
+	case useGroupBudget:
+		return "group " + label(s.Groups[u.i].Name, u.i)
+	}
+	return "key " + label(s.Keys[u.i].ID, u.i)
+}
+
+// eachCurrency calls fn with each price's and budget's currency that is a
+// valid code (prices, then groups, then keys, in order) until fn returns
+// false.
+func eachCurrency(s *Snapshot, fn func(currencyUse) bool) {
+	for i := range s.Providers {
+		for j := range s.Providers[i].Prices {
+			if c := s.Providers[i].Prices[j].Currency; money.ValidCurrency(c) && !fn(currencyUse{c, usePrice, i, j}) {
+				return
+			}
+		}
+	}
+	for i := range s.Groups {
+		if b := s.Groups[i].Budget; b != nil && money.ValidCurrency(b.Currency) && !fn(currencyUse{b.Currency, useGroupBudget, i, 0}) {
+			return
+		}
+	}
+	for i := range s.Keys {
+		if b := s.Keys[i].Budget; b != nil && money.ValidCurrency(b.Currency) && !fn(currencyUse{b.Currency, useKeyBudget, i, 0}) {
+			return
+		}
+	}
+}
+
+// priceObj names the j-th price of provider pr (the i-th) as validatePrices'
+// errors do, by model (and start, as a model can have several prices) when
+// the model is a valid name, else by index.
+func priceObj(pr *Provider, i, j int) string {
+	p := &pr.Prices[j]
+	if validName(p.Model) != nil {
+		return fmt.Sprintf("provider %s: prices[%d]", label(pr.Name, i), j)
+	}
+	obj := fmt.Sprintf("provider %s: price of model %s", label(pr.Name, i), quote(p.Model))
+	if p.EffectiveFrom != nil {
+		obj += " effective from " + p.EffectiveFrom.Format(time.RFC3339Nano)
+	}
+	return obj
 }
 
 // routeKey names a route in the compiled price index.

@@ -110,24 +110,12 @@ func indexGroups(s *Snapshot) map[string]*Group {
 	return m
 }
 
-// validateQuotas checks the groups and that every budget is in the
-// snapshot's one currency: the prices' when anything is priced, else the
-// first budget's.
+// validateQuotas checks the groups, and that every price and budget is in
+// the snapshot's one currency (validateCurrencies).
 func validateQuotas(s *Snapshot) []error {
 	var errs []error
 	if n := s.Limits.DefaultMaxTokens; n < 1 || n > MaxDefaultMaxTokens {
 		errs = append(errs, fmt.Errorf("limits: defaultMaxTokens must be within 1..%d, got %d", MaxDefaultMaxTokens, n))
-	}
-	currency, from := s.Currency(), "the prices"
-	checkCurrency := func(obj string, b *Budget) {
-		switch {
-		case b == nil || !money.ValidCurrency(b.Currency):
-			// validateBudget says so
-		case currency == "":
-			currency, from = b.Currency, obj
-		case b.Currency != currency:
-			errs = append(errs, fmt.Errorf("%s: budget.currency %s differs from %s (%s): a snapshot has one currency", obj, b.Currency, currency, from))
-		}
 	}
 	names := make(map[string]bool, len(s.Groups))
 	for i := range s.Groups {
@@ -142,14 +130,8 @@ func validateQuotas(s *Snapshot) []error {
 		errs = append(errs, validateOwners(obj, g.Owners)...)
 		names[g.Name] = true
 		errs = append(errs, validateLimits(obj, g.TokensPerMinute, g.Budget)...)
-		checkCurrency(obj, g.Budget)
 	}
-	for i := range s.Keys {
-		if b := s.Keys[i].Budget; b != nil { // most keys have none: no label to build
-			checkCurrency("key "+label(s.Keys[i].ID, i), b)
-		}
-	}
-	return errs
+	return append(errs, validateCurrencies(s)...)
 }
 
 // validateKeyQuotas checks a key's own quotas (not whether its group exists:

@@ -39,11 +39,11 @@ func TestValidateQuotas(t *testing.T) {
 		{"two currencies", func(s *Snapshot) {
 			s.Keys[0].Budget = budget("1", "EUR", PeriodDay)
 			s.Keys[1].Budget = budget("1", "USD", PeriodDay)
-		}, []string{`key "key-b": budget.currency USD differs from EUR (key "key-a")`}},
+		}, []string{`key "key-b": budget.currency USD differs from EUR (the currency of key "key-a"; as many use USD, and EUR comes first): a snapshot has one currency`}},
 		{"budget differs from the prices", func(s *Snapshot) {
 			s.Providers[0].Prices = []Price{{Model: "alpha-large", Currency: "USD", InputPerMillion: "1", OutputPerMillion: "2"}}
 			s.Groups = []Group{{Name: "g", Budget: budget("1", "EUR", PeriodMonth)}}
-		}, []string{`group "g": budget.currency EUR differs from USD (the prices)`}},
+		}, []string{`group "g": budget.currency EUR differs from USD (the currency of provider "alpha": price of model "alpha-large"; as many use EUR, and USD comes first)`}},
 		{"duplicate group", func(s *Snapshot) { s.Groups = []Group{{Name: "g"}, {Name: "g"}} },
 			[]string{`group "g": duplicate group name`}},
 		{"group without name", func(s *Snapshot) { s.Groups = []Group{{}} }, []string{`group #0: name is empty`}},

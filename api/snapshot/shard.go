@@ -316,7 +316,7 @@ func compress(raw []byte) ([]byte, error) {
 func ParseHead(data []byte) (*Head, error) {
 	var h Head
 	if err := json.Unmarshal(data, &h, json.RejectUnknownMembers(true)); err != nil {
-		return nil, fmt.Errorf("snapshot head: %w", decodeError(err))
+		return nil, fmt.Errorf("snapshot head: %w", decodeErrorIn(data, err))
 	}
 	if !strings.HasPrefix(h.Version, "sha256:") {
 		return nil, errors.New("snapshot head: no version")
@@ -359,7 +359,7 @@ func ReadPart(ref PartRef, data []byte) ([]byte, error) {
 func ParseConfigPart(raw []byte) (*Snapshot, error) {
 	var s Snapshot
 	if err := json.Unmarshal(raw, &s, json.RejectUnknownMembers(true)); err != nil {
-		return nil, fmt.Errorf("config part: %w", decodeError(err))
+		return nil, fmt.Errorf("config part: %w", decodeErrorIn(raw, err))
 	}
 	if len(s.Keys) > 0 || s.Version != "" {
 		return nil, errors.New("config part: carries keys or a version")
@@ -375,7 +375,7 @@ type keyPart struct {
 func ParseKeyPart(raw []byte) ([]Key, error) {
 	var p keyPart
 	if err := json.Unmarshal(raw, &p, json.RejectUnknownMembers(true)); err != nil {
-		return nil, fmt.Errorf("key part: %w", decodeError(err))
+		return nil, fmt.Errorf("key part: %w", decodeErrorIn(raw, err))
 	}
 	return p.Keys, nil
 }

@@ -191,7 +191,9 @@ func (f *Failover) localStore() *localStore {
 // share is limits as one of divisor replicas enforces them: each capacity
 // divided (a bucket keeps capacity/period ÷ divisor as its rate, even when
 // its capacity had to be rounded up to 1), a window's room less the use
-// this replica last saw on the shared store.
+// this replica last saw on the shared store; a tally as it is (it only
+// counts, locally). The Decision's States are then the local counters':
+// what this replica may still admit on its own.
 func (f *Failover) share(limits []Limit) []Limit {
 	d := f.divisor.Load()
 	used, _ := f.o.Shared.(usedReporter)

@@ -154,6 +154,44 @@ func TestFailoverSharesLimitsAmongReadyReplicas(t *testing.T) {
 	}
 }
 
+// The states a degraded replica reports are its local counters': each
+// limit divided among the ready replicas; the shared store's while it
+// answers.
+func TestFailoverStates(t *testing.T) {
+	end := time.Now().Add(time.Hour)
+	for _, tc := range []struct {
+		name string
+		down bool
+		used int64 // the use last seen on the shared store
+		in   quota.Limit
+		want quota.State
+	}{
+		{"a bucket, shared", false, 0, bucket("k/s/rpm", 60, time.Minute, 1), quota.State{Limit: 60, Remaining: 59, Reset: time.Second}},
+		{"a bucket, degraded: half the capacity at half the rate", true, 0, bucket("k/s/rpm", 60, time.Minute, 1),
+			quota.State{Limit: 30, Remaining: 29, Reset: 2 * time.Second}},
+		{"a window, shared", false, 60, window("k/s/budget/d", 100, end, 5), quota.State{Limit: 100, Remaining: 95, Reset: time.Hour, Used: 5}},
+		{"a window, degraded: the room left on the shared store, divided", true, 60, window("k/s/budget/d", 100, end, 5),
+			quota.State{Limit: 20, Remaining: 15, Reset: time.Hour, Used: 5}},
+		{"a tally, degraded: counted locally, undivided", true, 60, tally("k/s/budget/m", end, 5), quota.State{Reset: time.Hour, Used: 5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			shared := newFlaky()
+			shared.used = map[string]int64{tc.in.Counter: tc.used}
+			f := quota.NewFailover(quota.FailoverOptions{Shared: shared, Replicas: 2, Logger: slog.New(slog.DiscardHandler)})
+			shared.down.Store(tc.down)
+			now := end.Add(-time.Hour)
+			d, err := f.Reserve(context.Background(), "r1", []quota.Limit{tc.in}, time.Minute, now)
+			if err != nil || !d.Allowed {
+				t.Fatalf("Reserve: %+v %v", d, err)
+			}
+			if f.Health().Degraded != tc.down {
+				t.Fatalf("degraded %v, want %v", f.Health().Degraded, tc.down)
+			}
+			wantStates(t, d, tc.want)
+		})
+	}
+}
+
 func TestFailoverDegradesAndRecovers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -95,13 +95,18 @@ func (m *Memory) Reserve(ctx context.Context, id string, limits []Limit, ttl tim
 				m.reservations.Store(id, &reservation{limits: slices.Clone(limits), expires: now.Add(ttl)})
 			}
 		}
+		d.States = make([]State, len(limits))
+		for i, l := range limits {
+			d.States[i] = cs[i].state(l, now)
+		}
 		unlockAll(locked)
 		return d, nil
 	}
 }
 
 // reserveOne is Reserve of one limit with nothing to remember (the
-// requests-per-minute check of every chat request): no allocation.
+// requests-per-minute check of every chat request): one allocation, the
+// States.
 func (m *Memory) reserveOne(l Limit, now time.Time) Decision {
 	c := m.lockLive(l)
 	defer c.mu.Unlock()
@@ -110,6 +115,7 @@ func (m *Memory) reserveOne(l Limit, now time.Time) Decision {
 	if d.Allowed {
 		take(c, l, l.Amount)
 	}
+	d.States = []State{c.state(l, now)}
 	return d
 }
 
@@ -154,9 +160,10 @@ func (m *Memory) Settle(ctx context.Context, id string, actual []int64, now time
 	return nil
 }
 
-// Seed raises a Window counter's use to at least used (what the ledger says
-// was spent in the window before this process started). It is not part of
-// Store: a shared store keeps its counters across gateway restarts.
+// Seed raises a Window's (or Tally's: the same counter) use to at least
+// used (what the ledger says was spent in the window before this process
+// started). It is not part of Store: a shared store keeps its counters
+// across gateway restarts.
 func (m *Memory) Seed(name string, used int64, end time.Time) {
 	c := m.lockLive(Limit{Counter: name, Kind: Window, End: end})
 	c.used = max(c.used, used)
@@ -165,7 +172,7 @@ func (m *Memory) Seed(name string, used int64, end time.Time) {
 
 // adjust applies a settled difference to one counter.
 func (m *Memory) adjust(l Limit, delta int64, now time.Time) {
-	if l.Kind == Window && !now.Before(l.End) {
+	if l.Kind.windowed() && !now.Before(l.End) {
 		return // the window is over; a new one is a new counter
 	}
 	c := m.lockLive(l)
@@ -181,7 +188,7 @@ func checkLimits(limits []Limit) error {
 		switch {
 		case l.Counter == "":
 			return fmt.Errorf("quota: limit %d has no counter name", i)
-		case l.Kind != Bucket && l.Kind != Window:
+		case l.Kind != Bucket && !l.Kind.windowed():
 			return fmt.Errorf("quota: limit %s has unknown kind %d", l.Counter, l.Kind)
 		case l.Kind == Bucket && (l.Capacity <= 0 || l.Period <= 0):
 			return fmt.Errorf("quota: bucket %s needs a positive capacity and period", l.Counter)
@@ -193,11 +200,17 @@ func checkLimits(limits []Limit) error {
 }
 
 // get returns the counter l names, creating it (full or unused) if needed.
+// A Tally's counter is a Window's: the kind a counter keeps is only Bucket
+// or Window, and a limit's own Kind decides whether it checks room.
 func (m *Memory) get(l Limit) *counter {
 	if v, ok := m.counters.Load(l.Counter); ok {
 		return v.(*counter)
 	}
-	c := &counter{name: l.Counter, kind: l.Kind, tokens: l.Capacity, capacity: l.Capacity, period: l.Period, end: l.End}
+	kind := l.Kind
+	if kind.windowed() {
+		kind = Window
+	}
+	c := &counter{name: l.Counter, kind: kind, tokens: l.Capacity, capacity: l.Capacity, period: l.Period, end: l.End}
 	v, _ := m.counters.LoadOrStore(l.Counter, c)
 	return v.(*counter)
 }
@@ -237,11 +250,7 @@ func unlockAll(cs []*counter) {
 func decide(cs []*counter, limits []Limit, now time.Time) Decision {
 	for i, l := range limits {
 		c := cs[i]
-		if c.kind == Bucket {
-			c.refill(l, now)
-		} else if l.End.After(c.end) {
-			c.end = l.End
-		}
+		c.touch(l, now)
 		// A request names a handful of limits: a scan beats a map.
 		var prior int64
 		for j := range i {
@@ -254,6 +263,30 @@ func decide(cs []*counter, limits []Limit, now time.Time) Decision {
 		}
 	}
 	return Decision{Allowed: true}
+}
+
+// touch brings a locked counter up to now with l: a bucket refilled, a
+// window's end the latest any limit named.
+func (c *counter) touch(l Limit, now time.Time) {
+	if c.kind == Bucket {
+		c.refill(l, now)
+	} else if l.End.After(c.end) {
+		c.end = l.End
+	}
+}
+
+// state is the locked counter as l sees it now (see State).
+func (c *counter) state(l Limit, now time.Time) State {
+	c.touch(l, now)
+	if c.kind == Bucket {
+		return State{Limit: c.capacity, Remaining: max(c.tokens, 0), Reset: c.until(c.capacity)}
+	}
+	s := State{Reset: max(c.end.Sub(now), 0), Used: c.used}
+	if l.Kind == Window {
+		s.Limit = l.Capacity
+		s.Remaining = max(subSat(l.Capacity, c.used), 0)
+	}
+	return s
 }
 
 // refill brings a bucket up to now with l's capacity and period (a changed
@@ -292,6 +325,9 @@ func (c *counter) refill(l Limit, now time.Time) {
 
 // room says whether l's amount fits after prior amounts of this Reserve.
 func (c *counter) room(l Limit, prior int64) bool {
+	if l.Kind == Tally {
+		return true // it only counts
+	}
 	amount, ok := addSat(prior, l.Amount)
 	if !ok {
 		return false
@@ -309,6 +345,11 @@ func (c *counter) retryAfter(l Limit, prior int64, now time.Time) time.Duration 
 		return max(c.end.Sub(now), 0)
 	}
 	amount, _ := addSat(prior, l.Amount)
+	return c.until(amount)
+}
+
+// until is how long a bucket takes to hold amount tokens (0: it does).
+func (c *counter) until(amount int64) time.Duration {
 	need := amount - c.tokens // > 0: the bucket lacks it
 	if need <= 0 {
 		return 0

@@ -263,6 +263,7 @@ func TestReserveErrors(t *testing.T) {
 		{"unknown kind", context.Background(), "", time.Minute, []Limit{{Counter: "c"}}},
 		{"bucket without period", context.Background(), "", time.Minute, []Limit{bucket("c", 1, 0, 1)}},
 		{"negative amount", context.Background(), "", time.Minute, []Limit{window("c", 1, t0, -1)}},
+		{"negative tally", context.Background(), "", time.Minute, []Limit{{Counter: "c", Kind: Tally, End: t0, Amount: -1}}},
 		{"id without ttl", context.Background(), "r", 0, []Limit{window("c", 1, t0.Add(time.Hour), 1)}},
 	}
 	for _, c := range cases {
@@ -281,16 +282,17 @@ func TestSweepBoundsMemory(t *testing.T) {
 	reserve(t, m, "", t0, bucket("k/b/tpm", 100, time.Minute, 100))           // full in 1 min
 	reserve(t, m, "", t0, window("k/c/budget/w", 10, t0.Add(time.Minute), 1)) // ends in 1 min
 	reserve(t, m, "open", t0, window("k/d/budget/w", 10, t0.Add(time.Hour), 1))
-	if c, r := m.Len(); c != 4 || r != 1 {
+	reserve(t, m, "", t0, Limit{Counter: "k/f/budget/w", Kind: Tally, End: t0.Add(time.Minute), Amount: 1}) // ends in 1 min
+	if c, r := m.Len(); c != 5 || r != 1 {
 		t.Fatalf("%d counters, %d reservations", c, r)
 	}
 	// The first sweep is one interval after the first call.
 	reserve(t, m, "", t0.Add(SweepInterval), bucket("k/e/tpm", 1, time.Hour, 0))
-	if c, _ := m.Len(); c != 4 { // a's bucket is full again and gone; e's is full too
-		t.Fatalf("after 30s: %d counters, want 4 (b, c, d, e)", c)
+	if c, _ := m.Len(); c != 5 { // a's bucket is full again and gone; e's is full too
+		t.Fatalf("after 30s: %d counters, want 5 (b, c, d, e, f)", c)
 	}
 	reserve(t, m, "", t0.Add(2*SweepInterval), bucket("k/e/tpm", 1, time.Hour, 0))
-	if c, r := m.Len(); c != 2 || r != 0 { // b full, c ended, e full; d stays; open's ttl passed
+	if c, r := m.Len(); c != 2 || r != 0 { // b full, c and f ended, e full; d stays; open's ttl passed
 		t.Fatalf("after 60s: %d counters, %d reservations; want 2 (d and e), 0", c, r)
 	}
 	// A swept bucket is as good as a full one.
@@ -300,17 +302,43 @@ func TestSweepBoundsMemory(t *testing.T) {
 }
 
 func TestSeed(t *testing.T) {
-	m := NewMemory()
 	end := t0.Add(time.Hour)
-	m.Seed("k/a/budget/w", 7, end)
-	m.Seed("k/a/budget/w", 5, end) // never lowers
-	w := window("k/a/budget/w", 10, end, 4)
-	if d := reserve(t, m, "", t0, w); d.Allowed {
-		t.Fatal("seeded use not counted")
+	tally := func(amount int64) Limit { return Limit{Counter: "k/a/budget/w", Kind: Tally, End: end, Amount: amount} }
+	cases := []struct {
+		name  string
+		seeds []int64
+		// before the seeds, a tally of this amount (0: none)
+		tallied int64
+		// then: a tally of 0 reports this use, and a window of 10 admits
+		// exactly the rest
+		used int64
+	}{
+		{"a seed raises an unused counter", []int64{7}, 0, 7},
+		{"a seed never lowers", []int64{7, 5}, 0, 7},
+		{"a seed raises a tally's counter", []int64{9}, 4, 9},
+		{"a seed below what the tally counted changes nothing", []int64{3}, 4, 4},
 	}
-	w.Amount = 3
-	if d := reserve(t, m, "", t0, w); !d.Allowed {
-		t.Fatal("seed counted more than 7")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := NewMemory()
+			if c.tallied > 0 {
+				reserve(t, m, "", t0, tally(c.tallied))
+			}
+			for _, s := range c.seeds {
+				m.Seed("k/a/budget/w", s, end)
+			}
+			if d := reserve(t, m, "", t0, tally(0)); !d.Allowed || len(d.States) != 1 || d.States[0].Used != c.used {
+				t.Fatalf("a tally sees %+v, want use %d", d, c.used)
+			}
+			w := window("k/a/budget/w", 10, end, 10-c.used+1)
+			if d := reserve(t, m, "", t0, w); d.Allowed {
+				t.Fatal("the window has more room than its seeded use leaves")
+			}
+			w.Amount--
+			if d := reserve(t, m, "", t0, w); !d.Allowed {
+				t.Fatalf("the window lacks the room its seeded use leaves: %+v", d)
+			}
+		})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/url"
 	"strconv"
 	"sync"
@@ -45,8 +46,8 @@ type Redis struct {
 	settle  *redis.Script
 
 	mu sync.Mutex
-	// used is each window counter's use as of this replica's last
-	// Reserve: what a degraded replica starts from (degraded.go).
+	// used is each window (or tally) counter's use as of this replica's
+	// last Reserve: what a degraded replica starts from (degraded.go).
 	used map[string]int64
 }
 
@@ -142,6 +143,7 @@ func (r *Redis) Close() error { return r.client.Close() }
 
 func (r *Redis) reservationKey(id string) string { return r.prefix + "r:" + id }
 
+// counterKey is where l's counter lives; a Tally's is its Window's.
 func (r *Redis) counterKey(l Limit) string {
 	if l.Kind == Bucket {
 		return r.prefix + "b:" + l.Counter
@@ -176,57 +178,98 @@ func (r *Redis) Reserve(ctx context.Context, id string, limits []Limit, ttl time
 			}
 		}
 		keys = append(keys, r.counterKey(l))
-		if l.Kind == Bucket {
+		switch l.Kind {
+		case Bucket:
 			args = append(args, "b", strconv.FormatInt(l.Capacity, 10), strconv.FormatInt(l.Period.Microseconds(), 10),
 				strconv.FormatInt(l.Amount, 10), "")
-			continue
+		case Tally:
+			args = append(args, "t", "0", strconv.FormatInt(l.End.UnixMicro(), 10), strconv.FormatInt(l.Amount, 10), "")
+		default:
+			args = append(args, "w", strconv.FormatInt(l.Capacity, 10), strconv.FormatInt(l.End.UnixMicro(), 10),
+				strconv.FormatInt(l.Amount, 10), strconv.FormatInt(l.Capacity-l.Amount, 10))
 		}
-		args = append(args, "w", strconv.FormatInt(l.Capacity, 10), strconv.FormatInt(l.End.UnixMicro(), 10),
-			strconv.FormatInt(l.Amount, 10), strconv.FormatInt(l.Capacity-l.Amount, 10))
 	}
 	res, err := r.reserve.Run(ctx, r.client, keys, args...).Slice()
 	if err != nil {
 		return Decision{}, fmt.Errorf("quota store: reserve: %w", err)
 	}
-	if len(res) == 0 {
-		return Decision{}, errors.New("quota store: reserve: empty answer")
+	if len(res) != 3+len(limits) {
+		return Decision{}, fmt.Errorf("quota store: reserve: unexpected answer of %d values for %d limits", len(res), len(limits))
 	}
-	if ok, _ := res[0].(int64); ok == 1 {
-		r.remember(limits, res[1:])
-		return Decision{Allowed: true}, nil
-	}
-	if len(res) != 3 {
-		return Decision{}, fmt.Errorf("quota store: reserve: unexpected answer %v", res)
-	}
+	ok, _ := res[0].(int64)
 	idx, _ := res[1].(int64)
 	us, _ := res[2].(int64)
-	return Decision{Denied: int(idx), RetryAfter: time.Duration(us) * time.Microsecond}, nil
+	d := Decision{Allowed: ok == 1, States: make([]State, len(limits))}
+	if !d.Allowed {
+		d.Denied, d.RetryAfter = int(idx), time.Duration(us)*time.Microsecond
+	}
+	for i, l := range limits {
+		raw, _ := res[3+i].(string)
+		st, err := redisState(l, raw, now)
+		if err != nil {
+			return Decision{}, fmt.Errorf("quota store: reserve: counter %s: %w", l.Counter, err)
+		}
+		d.States[i] = st
+	}
+	r.remember(limits, d.States)
+	return d, nil
 }
 
-// remember keeps the windows' use the store answered with.
-func (r *Redis) remember(limits []Limit, used []any) {
-	if len(used) != len(limits) {
-		return // a retried Reserve that found its reservation: nothing new
+// redisState is the State of l's counter from the script's answer: a
+// bucket's tokens (a float), a window's or tally's use (an integer).
+func redisState(l Limit, raw string, now time.Time) (State, error) {
+	if l.Kind != Bucket {
+		used, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil {
+			return State{}, fmt.Errorf("use %q: %w", raw, err)
+		}
+		s := State{Reset: max(l.End.Sub(now), 0), Used: used}
+		if l.Kind == Window {
+			s.Limit = l.Capacity
+			s.Remaining = max(subSat(l.Capacity, used), 0)
+		}
+		return s, nil
 	}
+	tokens, err := strconv.ParseFloat(raw, 64)
+	if err != nil {
+		return State{}, fmt.Errorf("tokens %q: %w", raw, err)
+	}
+	capacity := float64(l.Capacity)
+	tokens = min(tokens, capacity)
+	s := State{Limit: l.Capacity}
+	if tokens >= 1 {
+		s.Remaining = min(int64(math.Floor(tokens)), l.Capacity)
+	}
+	if tokens < capacity {
+		// As the script computes a bucket's expiry: (cap-tokens)×period/cap.
+		us := math.Ceil((capacity - tokens) * float64(l.Period.Microseconds()) / capacity)
+		if us >= float64(math.MaxInt64/int64(time.Microsecond)) {
+			s.Reset = time.Duration(math.MaxInt64)
+		} else {
+			s.Reset = time.Duration(us) * time.Microsecond
+		}
+	}
+	return s, nil
+}
+
+// remember keeps the windows' (and tallies': the same counters) use the
+// store answered with.
+func (r *Redis) remember(limits []Limit, states []State) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i, l := range limits {
-		s, _ := used[i].(string)
-		if l.Kind != Window || s == "" {
-			continue
-		}
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
+		if !l.Kind.windowed() {
 			continue
 		}
 		if len(r.used) >= maxRemembered {
 			clear(r.used)
 		}
-		r.used[l.Counter] = v
+		r.used[l.Counter] = states[i].Used
 	}
 }
 
-// Used is a window counter's use as this replica last saw it on the store.
+// Used is a window's (or tally's) use as this replica last saw it on the
+// store, in the answer of a Reserve that named it (allowed or refused).
 func (r *Redis) Used(counter string) (int64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -258,11 +301,11 @@ func checkRedisLimit(l Limit) error {
 	switch {
 	case l.Counter == "":
 		return errors.New("no counter name")
-	case l.Amount < 0 || l.Capacity < 0:
+	case l.Amount < 0 || (l.Capacity < 0 && l.Kind != Tally):
 		return fmt.Errorf("counter %s: negative capacity or amount", l.Counter)
 	case l.Kind == Bucket && (l.Capacity == 0 || l.Period < time.Microsecond):
 		return fmt.Errorf("counter %s: a bucket needs a capacity and a period of at least 1µs", l.Counter)
-	case l.Kind != Bucket && l.Kind != Window:
+	case l.Kind != Bucket && !l.Kind.windowed():
 		return fmt.Errorf("counter %s: unknown kind %d", l.Counter, l.Kind)
 	}
 	return nil

@@ -2,6 +2,7 @@ package quota_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -11,10 +12,10 @@ import (
 	"github.com/llmgw/llmgw/gateway/quota"
 )
 
-// The Store contract (store.go and /tmp STORE_CHANGES's room rules) as a
-// table of cases any implementation must pass: the Redis store runs them
-// here against a real redis-server; storeContract takes a constructor so
-// another Store can run the same table.
+// The Store contract (store.go's room rules, States, tallies) as a table of
+// cases every implementation must pass: the Redis store runs them against a
+// real redis-server (TestRedisContract), the memory store and a degraded
+// Failover in process (TestMemoryContract, TestFailoverDegradedContract).
 
 // t0 is near the real time: Redis expires window counters by its own clock
 // (at End plus a grace), so their ends must not be in the real past.
@@ -26,6 +27,10 @@ func bucket(counter string, capacity int64, period time.Duration, amount int64) 
 
 func window(counter string, capacity int64, end time.Time, amount int64) quota.Limit {
 	return quota.Limit{Counter: counter, Kind: quota.Window, Capacity: capacity, End: end, Amount: amount}
+}
+
+func tally(counter string, end time.Time, amount int64) quota.Limit {
+	return quota.Limit{Counter: counter, Kind: quota.Tally, End: end, Amount: amount}
 }
 
 // with is limits with each Amount replaced.
@@ -66,6 +71,14 @@ func wantDenied(t *testing.T, s quota.Store, id string, limits []quota.Limit, no
 	}
 	if d.Denied != index || d.RetryAfter != retry {
 		t.Fatalf("Reserve(%q) refused by limit %d, retry after %v; want limit %d, retry after %v", id, d.Denied, d.RetryAfter, index, retry)
+	}
+}
+
+// wantStates checks a decision's counter states, one per limit.
+func wantStates(t *testing.T, d quota.Decision, want ...quota.State) {
+	t.Helper()
+	if !slices.Equal(d.States, want) {
+		t.Fatalf("states\n%+v\nwant\n%+v", d.States, want)
 	}
 }
 
@@ -181,6 +194,95 @@ var contractCases = []contractCase{
 		wantDenied(t, s, "r3", with(budget, 1), t0, 0, time.Hour)
 		mustSettle(t, s, "r2", t0, 0)
 		wantAllowed(t, s, "r4", with(budget, 1), t0)
+	}},
+	{"states: a bucket reports its capacity, its whole tokens and the time until it is full", func(t *testing.T, s quota.Store) {
+		rpm := []quota.Limit{bucket("k/sa/rpm", 3, time.Minute, 1)}
+		// 3 per minute: 20 s a token.
+		wantStates(t, mustReserve(t, s, "", rpm, t0), quota.State{Limit: 3, Remaining: 2, Reset: 20 * time.Second})
+		mustReserve(t, s, "", rpm, t0)
+		wantStates(t, mustReserve(t, s, "", rpm, t0), quota.State{Limit: 3, Remaining: 0, Reset: time.Minute})
+		// Refused: the bucket as it is, refilled by 0.75 tokens.
+		d := mustReserve(t, s, "", rpm, t0.Add(15*time.Second))
+		if d.Allowed {
+			t.Fatal("an empty bucket admitted")
+		}
+		wantStates(t, d, quota.State{Limit: 3, Remaining: 0, Reset: 45 * time.Second})
+		wantStates(t, mustReserve(t, s, "", rpm, t0.Add(20*time.Second)), quota.State{Limit: 3, Remaining: 0, Reset: time.Minute})
+		// An amount of 0 on a full bucket: full, nothing to wait for.
+		wantStates(t, mustReserve(t, s, "", with(rpm, 0), t0.Add(time.Hour)), quota.State{Limit: 3, Remaining: 3})
+	}},
+	{"states: a window reports its capacity, its room, its use and the time to its end", func(t *testing.T, s quota.Store) {
+		end := t0.Add(90 * time.Minute)
+		budget := []quota.Limit{window("k/sb/budget/d", 100, end, 60)}
+		wantStates(t, mustReserve(t, s, "r1", budget, t0), quota.State{Limit: 100, Remaining: 40, Reset: 90 * time.Minute, Used: 60})
+		d := mustReserve(t, s, "r2", with(budget, 41), t0.Add(30*time.Minute))
+		if d.Allowed {
+			t.Fatal("41 fit in 40")
+		}
+		wantStates(t, d, quota.State{Limit: 100, Remaining: 40, Reset: time.Hour, Used: 60})
+		mustSettle(t, s, "r1", t0, 130)
+		// Overdrawn: nothing left, the use above the capacity.
+		wantStates(t, mustReserve(t, s, "r3", with(budget, 0), t0.Add(time.Hour)), quota.State{Limit: 100, Reset: 30 * time.Minute, Used: 130})
+	}},
+	{"states of a refusal are every counter as it is, those after the refusing one too", func(t *testing.T, s quota.Store) {
+		end := t0.Add(time.Hour)
+		limits := []quota.Limit{
+			bucket("k/sc/tpm", 10, time.Minute, 4), window("k/sc/budget/d", 10, end, 4), tally("k/sc/budget/m", end, 4),
+			bucket("g/sc/tpm", 10, time.Minute, 1),
+		}
+		wantAllowed(t, s, "r1", limits, t0)
+		d := mustReserve(t, s, "r2", with(limits, 0, 7, 1, 1), t0)
+		if d.Allowed || d.Denied != 1 {
+			t.Fatalf("%+v, want refused by the window", d)
+		}
+		wantStates(t, d,
+			quota.State{Limit: 10, Remaining: 6, Reset: 24 * time.Second},
+			quota.State{Limit: 10, Remaining: 6, Reset: time.Hour, Used: 4},
+			quota.State{Reset: time.Hour, Used: 4},
+			quota.State{Limit: 10, Remaining: 9, Reset: 6 * time.Second})
+	}},
+	{"a tally never refuses and settles like a window", func(t *testing.T, s quota.Store) {
+		end := t0.Add(time.Hour)
+		spend := []quota.Limit{tally("k/ta/budget/d", end, 1<<40)}
+		for i := range 3 {
+			wantStates(t, mustReserve(t, s, "r"+strconv.Itoa(i), spend, t0), quota.State{Reset: time.Hour, Used: int64(i+1) << 40})
+		}
+		mustSettle(t, s, "r0", t0, 5)
+		mustSettle(t, s, "r1", t0)
+		wantStates(t, mustReserve(t, s, "", with(spend, 0), t0.Add(time.Minute)), quota.State{Reset: 59 * time.Minute, Used: 5 + 1<<40})
+	}},
+	{"a window sees what a tally of the same name counted, and a tally what the window did", func(t *testing.T, s quota.Store) {
+		end := t0.Add(time.Hour)
+		const name = "k/tb/budget/2026-11"
+		wantAllowed(t, s, "r1", []quota.Limit{tally(name, end, 70)}, t0)
+		mustSettle(t, s, "r1", t0, 80)
+		// A budget of 100 configured now has 20 left, not 100.
+		budget := []quota.Limit{window(name, 100, end, 21)}
+		wantDenied(t, s, "r2", budget, t0, 0, time.Hour)
+		d := mustReserve(t, s, "r3", with(budget, 20), t0)
+		if !d.Allowed {
+			t.Fatal("the window lacks the 20 the tally left")
+		}
+		wantStates(t, d, quota.State{Limit: 100, Remaining: 0, Reset: time.Hour, Used: 100})
+		// The budget is removed again: the tally goes on from its use.
+		wantStates(t, mustReserve(t, s, "r4", []quota.Limit{tally(name, end, 5)}, t0), quota.State{Reset: time.Hour, Used: 105})
+	}},
+	{"settle charges the real cost above the reservation: the window refuses for the rest of its period, the tally beside it counts it", func(t *testing.T, s quota.Store) {
+		dayEnd, monthEnd := t0.Add(time.Hour), t0.Add(48*time.Hour)
+		limits := []quota.Limit{window("k/tc/budget/day", 100, dayEnd, 50), tally("k/tc/budget/month", monthEnd, 50)}
+		wantAllowed(t, s, "r1", limits, t0)
+		// The provider reported more output than max_tokens: 150 spent.
+		mustSettle(t, s, "r1", t0, 150, 150)
+		for _, at := range []time.Duration{0, 30 * time.Minute, time.Hour - time.Second} {
+			d := mustReserve(t, s, "r2", with(limits, 0, 0), t0.Add(at))
+			if d.Allowed || d.Denied != 0 || d.RetryAfter != time.Hour-at {
+				t.Fatalf("at %v: %+v, want refused by the day's window until its end", at, d)
+			}
+			wantStates(t, d, quota.State{Limit: 100, Reset: time.Hour - at, Used: 150}, quota.State{Reset: 48*time.Hour - at, Used: 150})
+		}
+		// The tally alone (another request's month, without a budget) still
+		// admits.
+		wantAllowed(t, s, "r3", limits[1:], t0)
 	}},
 	{"200 parallel reservations against room for 50 admit exactly 50", func(t *testing.T, s quota.Store) {
 		end := t0.Add(time.Hour)

@@ -14,7 +14,9 @@ package quota
 //
 // Keys: a bucket is a hash {t = tokens, ts = unix µs of t}; a missing bucket
 // is full. A window is an integer string (the amount used); a missing window
-// is unused. A reservation is a JSON list of what it took, with a TTL.
+// is unused. A tally is a window (the same key: a budget configured later
+// finds the use tallied before it). A reservation is a JSON list of what it
+// took, with a TTL.
 
 // refillLua is what both scripts do to a bucket before they change it: its
 // tokens now, refilled continuously since it was last written (a missing
@@ -35,13 +37,16 @@ end
 
 // reserveScript: KEYS[1] the reservation, KEYS[2..n+1] the counters.
 // ARGV: now_us, ttl_ms, remember (1: keep a reservation entry), grace_ms
-// (how long a window outlives its end), then per limit: kind, capacity,
-// period_us (bucket) or end_us (window), amount, and for a window
+// (how long a window outlives its end), then per limit: kind ("b" bucket,
+// "w" window, "t" tally: a window that never refuses), capacity, period_us
+// (bucket) or end_us (window, tally), amount, and for a window
 // capacity-amount (the highest use that still has room), all as decimal
 // strings.
-// Returns {1, used...} (used: a window's use after this call, "" for a
-// bucket), {1} when the reservation already exists (a retried call), or
-// {0, index, retry_us}.
+// Returns {allowed (1 or 0), denied index, retry_us, state...}: one state
+// per limit, after the take when allowed, as found when refused: a
+// bucket's tokens ("%.17g"), a window's or tally's use (a decimal
+// integer). A retried call (the reservation already exists) is allowed
+// without taking again, and answers with the counters as they are.
 const reserveScript = refillLua + `
 local function cmp(a, b)
   local na, nb = a:sub(1, 1) == '-', b:sub(1, 1) == '-'
@@ -57,11 +62,9 @@ local now = tonumber(ARGV[1])
 local ttl = tonumber(ARGV[2])
 local remember = ARGV[3] == '1'
 local grace = tonumber(ARGV[4])
-if remember and redis.call('EXISTS', KEYS[1]) == 1 then
-  return {1}
-end
 local n = #KEYS - 1
-local lims, buckets = {}, {}
+local lims = {}
+local denied, retry = -1, 0
 for i = 1, n do
   local b = 5 + (i - 1) * 5
   local l = {key = KEYS[i + 1], kind = ARGV[b], cap = ARGV[b + 1], pe = ARGV[b + 2], amount = ARGV[b + 3], lim = ARGV[b + 4]}
@@ -69,31 +72,49 @@ for i = 1, n do
     local cap, period, amount = tonumber(l.cap), tonumber(l.pe), tonumber(l.amount)
     local tokens, ts = refilled(l.key, cap, period, now)
     if tokens > cap then tokens = cap end
-    if tokens < amount then
-      return {0, i - 1, math.ceil((amount - tokens) * period / cap)}
+    l.tokens, l.ts = tokens, ts
+    if denied < 0 and tokens < amount then
+      denied, retry = i - 1, math.ceil((amount - tokens) * period / cap)
     end
-    buckets[i] = {tokens - amount, ts}
   else
-    local used = redis.call('GET', l.key) or '0'
-    if cmp(used, l.lim) > 0 then
-      return {0, i - 1, math.max(0, tonumber(l.pe) - now)}
+    l.used = redis.call('GET', l.key) or '0'
+    if denied < 0 and l.kind == 'w' and cmp(l.used, l.lim) > 0 then
+      denied, retry = i - 1, math.max(0, tonumber(l.pe) - now)
     end
   end
   lims[i] = l
 end
-local out, saved = {1}, {}
+local function answer(allowed, index, wait)
+  local out = {allowed, index, wait}
+  for i = 1, n do
+    local l = lims[i]
+    if l.kind == 'b' then
+      out[i + 3] = string.format('%.17g', l.tokens)
+    else
+      out[i + 3] = l.used
+    end
+  end
+  return out
+end
+if remember and redis.call('EXISTS', KEYS[1]) == 1 then
+  return answer(1, 0, 0)
+end
+if denied >= 0 then
+  return answer(0, denied, retry)
+end
+local saved = {}
 for i = 1, n do
   local l = lims[i]
   if l.kind == 'b' then
     local cap, period = tonumber(l.cap), tonumber(l.pe)
-    local tokens, ts = buckets[i][1], buckets[i][2]
-    redis.call('HSET', l.key, 't', string.format('%.17g', tokens), 'ts', string.format('%d', ts))
+    local tokens = l.tokens - tonumber(l.amount)
+    redis.call('HSET', l.key, 't', string.format('%.17g', tokens), 'ts', string.format('%d', l.ts))
     redis.call('PEXPIRE', l.key, math.ceil((cap - tokens) * period / cap / 1000) + grace)
-    out[i + 1] = ''
+    l.tokens = tokens
   else
     redis.call('INCRBY', l.key, l.amount)
     -- GET, not INCRBY's reply: a Lua number would round a large use.
-    out[i + 1] = redis.call('GET', l.key)
+    l.used = redis.call('GET', l.key)
     redis.call('PEXPIREAT', l.key, math.ceil(tonumber(l.pe) / 1000) + grace)
   end
   saved[i] = {l.key, l.kind, l.cap, l.pe, l.amount}
@@ -101,7 +122,7 @@ end
 if remember then
   redis.call('SET', KEYS[1], cjson.encode(saved), 'PX', ttl)
 end
-return out
+return answer(1, 0, 0)
 `
 
 // settleScript: KEYS[1] the reservation. ARGV: now_us, grace_ms, then
@@ -133,6 +154,7 @@ for i, s in ipairs(saved) do
     redis.call('HSET', key, 't', string.format('%.17g', tokens), 'ts', string.format('%d', ts))
     redis.call('PEXPIRE', key, math.ceil((cap - tokens) * period / cap / 1000) + grace)
   elseif now < tonumber(s[4]) and redis.call('EXISTS', key) == 1 then
+    -- a window or a tally ('w' or 't'): the same representation
     redis.call('INCRBY', key, actual)
     redis.call('DECRBY', key, s[5])
   end

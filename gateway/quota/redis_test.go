@@ -88,6 +88,17 @@ func TestRedisReplicasShareCounters(t *testing.T) {
 	if used, ok := replicas[1].Used("k/shared/budget/d"); !ok || used != 100 {
 		t.Fatalf("replica 1 remembers use %d (%v), want 100", used, ok)
 	}
+
+	// The states are the shared counters': what one replica took, the
+	// others report; a tally on one replica is the window on another.
+	spend := []quota.Limit{tally("k/shared/budget/m", end, 40), bucket("k/shared/tpm", 600, time.Minute, 100)}
+	wantStates(t, mustReserve(t, replicas[0], "req-4", spend, t0),
+		quota.State{Reset: time.Hour, Used: 40}, quota.State{Limit: 600, Remaining: 500, Reset: 10 * time.Second})
+	wantStates(t, mustReserve(t, replicas[1], "req-5", []quota.Limit{window("k/shared/budget/m", 100, end, 10), spend[1]}, t0),
+		quota.State{Limit: 100, Remaining: 50, Reset: time.Hour, Used: 50}, quota.State{Limit: 600, Remaining: 400, Reset: 20 * time.Second})
+	if used, ok := replicas[0].Used("k/shared/budget/m"); !ok || used != 40 {
+		t.Fatalf("replica 0 remembers the tally's use %d (%v), want 40", used, ok)
+	}
 }
 
 func TestRedisExpiry(t *testing.T) {
@@ -133,6 +144,16 @@ func TestRedisExpiry(t *testing.T) {
 	}
 	if want := time.Until(end) + time.Minute; ttl <= 0 || ttl > want+time.Second || ttl < want-5*time.Second {
 		t.Fatalf("window TTL %v, want about %v", ttl, want)
+	}
+	// A tally is a window: its key lives until its end plus the grace.
+	tallyEnd := now.Add(2 * time.Hour)
+	wantAllowed(t, s, "", []quota.Limit{tally("k/x/budget/m", tallyEnd, 5)}, now)
+	ttl, err = c.PTTL(ctx, "exp:w:k/x/budget/m").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Until(tallyEnd) + time.Minute; ttl <= 0 || ttl > want+time.Second || ttl < want-5*time.Second {
+		t.Fatalf("tally TTL %v, want about %v", ttl, want)
 	}
 	wantAllowed(t, s, "", []quota.Limit{bucket("k/x/tpm", 1000, time.Minute, 500)}, now)
 	ttl, err = c.PTTL(ctx, "exp:b:k/x/tpm").Result()
@@ -270,7 +291,13 @@ func TestRedisReserveIsIdempotentPerID(t *testing.T) {
 	end := t0.Add(time.Hour)
 	budget := []quota.Limit{window("k/l/budget/d", 100, end, 60)}
 	wantAllowed(t, s, "r1", budget, t0)
-	wantAllowed(t, s, "r1", budget, t0)
+	// The retry takes nothing and reports the counter as the first call
+	// left it.
+	d := mustReserve(t, s, "r1", budget, t0)
+	if !d.Allowed {
+		t.Fatalf("the retried reservation was refused: %+v", d)
+	}
+	wantStates(t, d, quota.State{Limit: 100, Remaining: 40, Reset: time.Hour, Used: 60})
 	mustSettle(t, s, "r1", t0, 60)
 	wantAllowed(t, s, "r2", with(budget, 40), t0)
 	wantDenied(t, s, "r3", with(budget, 1), t0, 0, time.Hour)

@@ -164,6 +164,7 @@ func (x *exchange) admitChat(inflight int64) bool {
 	key, hash, aerr := s.authenticate(st, x.r)
 	if key != nil {
 		x.rec.KeyID, x.rec.KeyFingerprint = key.ID, st.fingerprint(hash)
+		x.rec.Group, x.rec.Owners = key.Group, st.owners(key)
 	}
 	x.begin()
 	if aerr != nil {

@@ -113,6 +113,9 @@ type recordJSON struct {
 	// without a session).
 	Endpoint string `json:"endpoint,omitempty"`
 	Session  string `json:"session,omitempty"`
+	// The key's budget group and owner labels when the request was made.
+	Group  string            `json:"group,omitempty"`
+	Owners map[string]string `json:"owners,omitempty"`
 }
 
 // handleUsage lists the calling key's own records, newest first, those of
@@ -167,7 +170,7 @@ func toRecordJSON(rec usage.Record) recordJSON {
 		Fallbacks: rec.Fallbacks, Attempts: make([]attemptJSON, 0, len(rec.Attempts)), Stream: rec.Stream,
 		InputTokens: rec.InputTokens, OutputTokens: rec.OutputTokens, LatencyMs: rec.LatencyMs, CreatedAt: rec.CreatedAt.Unix(),
 		CachedInputTokens: rec.CachedInputTokens, ReasoningTokens: rec.ReasoningTokens, Cost: rec.Cost.String(), Currency: rec.Currency,
-		Endpoint: rec.Endpoint, Session: rec.Session}
+		Endpoint: rec.Endpoint, Session: rec.Session, Group: rec.Group, Owners: rec.Owners}
 	for _, a := range rec.Attempts {
 		j.Attempts = append(j.Attempts, attemptJSON{Provider: a.Provider, Model: a.Model, Outcome: a.Outcome,
 			StatusCode: a.StatusCode, LatencyMs: a.LatencyMs})

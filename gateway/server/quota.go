@@ -18,6 +18,7 @@ import (
 	"github.com/llmgw/llmgw/api/money"
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/gateway/quota"
+	"github.com/llmgw/llmgw/gateway/usage"
 )
 
 // typeInsufficientQuota is the error type of a gateway 429 for a spent
@@ -58,6 +59,9 @@ func (x *exchange) checkRate(key *snapshot.Key) *apiError {
 		s.log.Error("quota store: rate limit not checked", "key_id", key.ID, "err", err)
 		return errQuotaStore()
 	}
+	if len(d.States) == 1 {
+		setRequestLimitHeaders(x.w.Header(), d.States[0])
+	}
 	if !d.Allowed {
 		return &apiError{status: http.StatusTooManyRequests, typ: typeRateLimit, code: "rate_limit_exceeded",
 			message: "this key's request rate limit is exhausted; retry after the indicated delay", retryAfter: d.RetryAfter}
@@ -91,6 +95,7 @@ func (x *exchange) admit(key *snapshot.Key) *apiError {
 		s.log.Error("quota store: reservation failed", "request_id", x.rec.RequestID, "key_id", key.ID, "err", err)
 		return errQuotaStore()
 	}
+	setQuotaLimitHeaders(x.w.Header(), &plan, d)
 	if !d.Allowed {
 		return refusal(plan.Needs[d.Denied], key, d.RetryAfter)
 	}
@@ -132,16 +137,21 @@ func (x *exchange) settleQuota() {
 }
 
 // seeder is a store that starts empty with every process (the memory
-// store): budgets already spent this period are put back from the ledger.
+// store): spend already made this period is put back from the ledger.
 type seeder interface {
 	Seed(counter string, used int64, end time.Time)
 }
 
-// spendSeeds is what the ledger says keys spent, before this process
-// started, in the day and the month it started in.
+// spendSeeds is what the ledger says was spent, before this process
+// started, in the day and the month it started in: per spend counter
+// (quota.SpendWindows, of every key and every group), per currency.
 type spendSeeds struct {
-	at         time.Time
-	day, month map[string]map[string]money.Picos // key id → currency → cost
+	counters map[string]spendSeed
+}
+
+type spendSeed struct {
+	end   time.Time
+	costs map[string]money.Picos // currency → cost
 }
 
 // RecoverQuotas runs once at start, before the first request: it releases
@@ -160,23 +170,9 @@ func (s *Server) RecoverQuotas(ctx context.Context, interrupted []string) error 
 		}
 	}
 	if _, ok := s.quota.(seeder); ok {
-		u := now.UTC()
-		month := time.Date(u.Year(), u.Month(), 1, 0, 0, 0, 0, time.UTC)
-		day := time.Date(u.Year(), u.Month(), u.Day(), 0, 0, 0, 0, time.UTC)
-		seeds := &spendSeeds{at: now.UTC(), day: map[string]map[string]money.Picos{}, month: map[string]map[string]money.Picos{}}
-		for _, p := range []struct {
-			since time.Time
-			into  map[string]map[string]money.Picos
-		}{{month, seeds.month}, {day, seeds.day}} {
-			spend, err := s.ledger.SpendSince(ctx, p.since)
-			if err != nil {
-				return errors.Join(append(errs, fmt.Errorf("reading this period's spend from the ledger: %w", err))...)
-			}
-			for k, t := range spend {
-				if len(t.Costs) > 0 {
-					p.into[k] = t.Costs
-				}
-			}
+		seeds, err := s.readSpendSeeds(ctx, now)
+		if err != nil {
+			return errors.Join(append(errs, err)...)
 		}
 		s.seeds.Store(seeds)
 		if st := s.state.Load(); st != nil {
@@ -186,59 +182,56 @@ func (s *Server) RecoverQuotas(ctx context.Context, interrupted []string) error 
 	return errors.Join(errs...)
 }
 
-// seedQuotas raises every budget window of snap's keys and groups to at
-// least what the ledger said was spent in it before this process started.
-// Seeding is idempotent (a window's use only ever rises to the seed), so it
-// runs with every applied snapshot: a key given a budget later still counts
-// its earlier spend. Seeds older than the current month are dropped.
+// readSpendSeeds reads from the ledger what every key spent, and what
+// every group's members spent as its members (usage.Record.Group), in the
+// day and the month of now: the spend counters a restarted memory store
+// must start from. Every key and group is seeded whether or not it has a
+// budget, so a budget added later counts the spend made before it.
+func (s *Server) readSpendSeeds(ctx context.Context, now time.Time) (*spendSeeds, error) {
+	seeds := &spendSeeds{counters: map[string]spendSeed{}}
+	for _, by := range []struct {
+		group bool
+		read  func(context.Context, time.Time) (map[string]usage.Totals, error)
+	}{{false, s.ledger.SpendSince}, {true, s.ledger.GroupSpendSince}} {
+		windows := func(id string) [2]quota.SpendWindow {
+			day, month := quota.SpendWindows(id, by.group, now)
+			return [2]quota.SpendWindow{day, month}
+		}
+		for i, w := range windows("") {
+			spend, err := by.read(ctx, w.Start)
+			if err != nil {
+				return nil, fmt.Errorf("reading this period's spend from the ledger: %w", err)
+			}
+			for id, t := range spend {
+				if len(t.Costs) > 0 {
+					seeds.counters[windows(id)[i].Counter] = spendSeed{end: w.End, costs: t.Costs}
+				}
+			}
+		}
+	}
+	return seeds, nil
+}
+
+// seedQuotas raises every spend counter to at least what the ledger said
+// was spent in it before this process started, in snap's currency. Seeding
+// is idempotent (a counter's use only ever rises to the seed; what this
+// process spent since is on top of it), so it runs with every applied
+// snapshot: the first one names the currency. Seeds of windows that have
+// ended are dropped.
 func (s *Server) seedQuotas(snap *snapshot.Snapshot) {
 	seeds := s.seeds.Load()
 	sd, ok := s.quota.(seeder)
 	if seeds == nil || !ok {
 		return
 	}
-	now := s.now().UTC()
-	if now.Year() != seeds.at.Year() || now.Month() != seeds.at.Month() {
-		s.seeds.CompareAndSwap(seeds, nil)
-		return
-	}
-	currency := snap.Currency()
-	spent := func(keyID string, b *snapshot.Budget) money.Picos {
-		cur := cmp.Or(currency, b.Currency)
-		if b.Period == snapshot.PeriodDay {
-			if now.Day() != seeds.at.Day() {
-				return 0
-			}
-			return seeds.day[keyID][cur]
+	now := s.now()
+	currency := cmp.Or(snap.Currency(), snapshot.DefaultCurrency)
+	for counter, seed := range seeds.counters {
+		if !now.Before(seed.end) {
+			continue
 		}
-		return seeds.month[keyID][cur]
-	}
-	groupSpend := map[string]money.Picos{}
-	groups := map[string]*snapshot.Group{}
-	for i := range snap.Groups {
-		if g := &snap.Groups[i]; g.Budget != nil {
-			groups[g.Name] = g
-		}
-	}
-	for i := range snap.Keys {
-		k := &snap.Keys[i]
-		if k.Budget != nil {
-			if c := spent(k.ID, k.Budget); c > 0 {
-				counter, _, end := quota.BudgetWindow(k.ID, false, k.Budget, now)
-				sd.Seed(counter, int64(c), end)
-			}
-		}
-		if g, ok := groups[k.Group]; ok {
-			if sum, err := money.Add(groupSpend[g.Name], spent(k.ID, g.Budget)); err == nil {
-				groupSpend[g.Name] = sum
-			}
-		}
-	}
-	for name, c := range groupSpend {
-		if c > 0 {
-			g := groups[name]
-			counter, _, end := quota.BudgetWindow(name, true, g.Budget, now)
-			sd.Seed(counter, int64(c), end)
+		if c := seed.costs[currency]; c > 0 {
+			sd.Seed(counter, int64(c), seed.end)
 		}
 	}
 }

@@ -29,7 +29,7 @@ func TestRecoverQuotasSeedsBudgets(t *testing.T) {
 	n := 0
 	spend := func(key string, at time.Time, cost, currency string) {
 		n++
-		r := usage.Record{RequestID: fmt.Sprint("req-", n), KeyID: key, Status: usage.StatusSuccess, HTTPStatus: 200,
+		r := usage.Record{RequestID: fmt.Sprint("req-", n), KeyID: key, Group: "team", Status: usage.StatusSuccess, HTTPStatus: 200,
 			Cost: usd(cost), Currency: currency, CreatedAt: at, FinishedAt: at.Add(time.Second)}
 		if err := l.Finish(ctx, r); err != nil {
 			t.Fatal(err)

@@ -60,6 +60,13 @@ func (st *state) fingerprint(hash string) string {
 	return fp
 }
 
+// owners is what a key's records carry of its and its group's owner
+// labels (snapshot.RecordOwners).
+func (st *state) owners(k *snapshot.Key) map[string]string {
+	g, _ := st.idx.Group(k.Group)
+	return snapshot.RecordOwners(k, g)
+}
+
 // adapterCache keeps adapters (and so their connection pools) across reloads
 // as long as a provider's effective configuration is unchanged.
 type adapterCache struct {

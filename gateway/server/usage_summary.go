@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/api/money"
+	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/gateway/peers"
 	"github.com/llmgw/llmgw/gateway/usage"
 )
@@ -65,11 +66,12 @@ type totalsJSON struct {
 }
 
 // groupJSON is one group of a summary: the value it is for, in the member
-// named after the grouped column (exactly one of the two is set), and its
-// totals.
+// named after the grouped column (exactly one is set; "owner" for
+// group_by=owner.<label>, the label's value), and its totals.
 type groupJSON struct {
 	Endpoint *string `json:"endpoint,omitempty"`
 	Session  *string `json:"session,omitempty"`
+	Owner    *string `json:"owner,omitempty"`
 	totalsJSON
 }
 
@@ -192,7 +194,8 @@ func usageFilter(q url.Values) (usage.Filter, *apiError) {
 	return f, nil
 }
 
-// summaryGroupBy reads group_by=: "" (no groups), endpoint or session.
+// summaryGroupBy reads group_by=: "" (no groups), endpoint, session or
+// owner.<label> (an owner label of the key's records).
 func summaryGroupBy(q url.Values) (string, *apiError) {
 	by, aerr := onceParam(q, "group_by")
 	if aerr != nil {
@@ -202,7 +205,10 @@ func summaryGroupBy(q url.Values) (string, *apiError) {
 	case "", usage.GroupByEndpoint, usage.GroupBySession:
 		return by, nil
 	}
-	return "", errInvalid("invalid_value", "group_by", "group_by must be endpoint or session")
+	if label, ok := strings.CutPrefix(by, usage.GroupByOwnerPrefix); ok && snapshot.ValidOwnerLabel(label) {
+		return by, nil
+	}
+	return "", errInvalid("invalid_value", "group_by", "group_by must be endpoint, session or owner.<label> (an owner label such as owner.team)")
 }
 
 // errTooManyGroups is the answer to a grouped summary with more groups than
@@ -378,10 +384,13 @@ func toGroupsJSON(by string, groups map[string]usage.Totals) []groupJSON {
 	out := make([]groupJSON, 0, len(groups))
 	for _, v := range slices.Sorted(maps.Keys(groups)) {
 		g := groupJSON{totalsJSON: toTotalsJSON(groups[v])}
-		if by == usage.GroupByEndpoint {
+		switch by {
+		case usage.GroupByEndpoint:
 			g.Endpoint = &v
-		} else {
+		case usage.GroupBySession:
 			g.Session = &v
+		default:
+			g.Owner = &v
 		}
 		out = append(out, g)
 	}

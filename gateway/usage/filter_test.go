@@ -62,8 +62,8 @@ func TestMigrateV3LedgerGetsEndpointAndSession(t *testing.T) {
 	}
 
 	l := openAt(t, path, Options{})
-	if vs := schemaVersions(t, path); !slices.Equal(vs, []int{1, 2, 3, 4}) {
-		t.Fatalf("schema versions %v, want [1 2 3 4]", vs)
+	if vs := schemaVersions(t, path); !slices.Equal(vs, []int{1, 2, 3, 4, 5}) {
+		t.Fatalf("schema versions %v, want [1 2 3 4 5]", vs)
 	}
 	for _, col := range []string{"endpoint", "session"} {
 		var notNull int

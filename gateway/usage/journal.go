@@ -37,6 +37,8 @@ type journalLine struct {
 	ClientRequestID string `json:"cid,omitzero"`
 	Endpoint        string `json:"ep,omitzero"`
 	Session         string `json:"sid,omitzero"`
+	Group           string `json:"grp,omitzero"`
+	Owners          string `json:"own,omitzero"` // the owners column (encodeOwners), as attempts
 	KeyID           string `json:"key,omitzero"`
 	KeyFingerprint  string `json:"fp,omitzero"`
 	Alias           string `json:"alias,omitzero"`
@@ -64,8 +66,8 @@ type journalLine struct {
 // lineOf is o's journal line, with its newline.
 func lineOf(o *op) ([]byte, error) {
 	r := &o.rec
-	jl := journalLine{RequestID: r.RequestID, ClientRequestID: r.ClientRequestID, Endpoint: r.Endpoint, Session: r.Session, KeyID: r.KeyID,
-		KeyFingerprint: r.KeyFingerprint, Alias: r.Alias, Provider: r.Provider, ProviderModel: r.ProviderModel,
+	jl := journalLine{RequestID: r.RequestID, ClientRequestID: r.ClientRequestID, Endpoint: r.Endpoint, Session: r.Session, Group: r.Group, Owners: o.owners,
+		KeyID: r.KeyID, KeyFingerprint: r.KeyFingerprint, Alias: r.Alias, Provider: r.Provider, ProviderModel: r.ProviderModel,
 		Stream: r.Stream, CreatedAtUs: toMicros(r.CreatedAt)}
 	if o.attempts != "[]" { // what nearly every Begin has; opOf puts it back
 		jl.Attempts = o.attempts
@@ -84,8 +86,8 @@ func lineOf(o *op) ([]byte, error) {
 
 // opOf is the ledger operation a line stands for.
 func opOf(jl *journalLine) *op {
-	o := &op{kind: opBegin, attempts: jl.Attempts, rec: Record{RequestID: jl.RequestID,
-		ClientRequestID: jl.ClientRequestID, Endpoint: jl.Endpoint, Session: jl.Session, KeyID: jl.KeyID, KeyFingerprint: jl.KeyFingerprint, Alias: jl.Alias,
+	o := &op{kind: opBegin, attempts: jl.Attempts, owners: jl.Owners, rec: Record{RequestID: jl.RequestID,
+		ClientRequestID: jl.ClientRequestID, Endpoint: jl.Endpoint, Session: jl.Session, Group: jl.Group, KeyID: jl.KeyID, KeyFingerprint: jl.KeyFingerprint, Alias: jl.Alias,
 		Provider: jl.Provider, ProviderModel: jl.ProviderModel, Status: StatusInProgress, Stream: jl.Stream,
 		CreatedAt: fromMicros(jl.CreatedAtUs)}}
 	if o.attempts == "" {

@@ -147,16 +147,17 @@ func TestJournalLineRoundTrips(t *testing.T) {
 	full.ClientRequestID, full.Stream, full.ErrorType, full.Fallbacks = `c"1\`, true, "upstream_cut", 2
 	full.CachedInputTokens, full.ReasoningTokens, full.Cost, full.Currency = 3, 4, money.Picos(123456789), "EUR"
 	full.Endpoint, full.Session = EndpointResponses, `codex "s" \ 1`
+	full.Group, full.Owners = "platform.ml", map[string]string{"team": "a", "example.com/cost-center": `c"c\1`}
 	full.CreatedAt = time.Date(2026, 12, 7, 10, 0, 0, 123456000, time.UTC)
 	full.FinishedAt = full.CreatedAt.Add(1500 * time.Millisecond)
 	full.Attempts = append(full.Attempts, Attempt{Provider: "tab\tnl\n<&>\u2028", Outcome: OutcomeStatus, StatusCode: 503})
 	begin := Record{RequestID: "req_begin", KeyID: "ünïcödé 漢字", Status: StatusInProgress, CreatedAt: full.CreatedAt,
-		Endpoint: EndpointMessages, Session: "claude-session-1"}
+		Endpoint: EndpointMessages, Session: "claude-session-1", Group: "g", Owners: map[string]string{"env": "prod"}}
 	for _, o := range []*op{
 		{kind: opFinish, rec: full},
 		{kind: opBegin, rec: begin},
 	} {
-		o.attempts = encodeAttempts(o.rec.Attempts)
+		o.attempts, o.owners = encodeAttempts(o.rec.Attempts), encodeOwners(o.rec.Owners)
 		line, err := lineOf(o)
 		if err != nil {
 			t.Fatal(err)
@@ -169,8 +170,8 @@ func TestJournalLineRoundTrips(t *testing.T) {
 			t.Fatalf("line %s: %v", line, err)
 		}
 		got := opOf(&jl)
-		want := &op{kind: o.kind, rec: o.rec, attempts: o.attempts}
-		want.rec.Attempts = nil // the column carries them, in attempts
+		want := &op{kind: o.kind, rec: o.rec, attempts: o.attempts, owners: o.owners}
+		want.rec.Attempts, want.rec.Owners = nil, nil // the columns carry them, in attempts and owners
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("line %s reads as\n%+v\nwant\n%+v", line, got, want)
 		}

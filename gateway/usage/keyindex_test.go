@@ -81,7 +81,7 @@ func TestListWalksAnIndexBackwards(t *testing.T) {
 
 // TestSummaryPlans: totals over a range search the (key_id, created_at_us)
 // index, except with a session filter, whose few rows the session's index
-// finds.
+// finds; whatever the breakdown (an owner label's too).
 func TestSummaryPlans(t *testing.T) {
 	db := rawLedgerDB(t, filepath.Join(t.TempDir(), "usage.db"), len(migrations))
 	from, to := time.Now().Add(-time.Hour), time.Now()
@@ -90,8 +90,11 @@ func TestSummaryPlans(t *testing.T) {
 		if f.Session != "" {
 			index = "usage_records_key_session"
 		}
-		for _, by := range []string{"", GroupByEndpoint, GroupBySession} {
-			q, args := summaryQuery("k", f, by, from, to)
+		for _, by := range []string{"", GroupByEndpoint, GroupBySession, GroupByOwner("team"), GroupByOwner("example.com/cost-center")} {
+			q, args, err := summaryQuery("k", f, by, from, to)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if got := queryPlan(t, db, q, args...); !strings.Contains(got, "USING INDEX "+index+" ") {
 				t.Errorf("filter %+v by %q: plan %q, want a search of %s", f, by, got, index)
 			}

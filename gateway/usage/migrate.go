@@ -88,6 +88,20 @@ var migrations = []string{
 	`ALTER TABLE usage_records ADD COLUMN endpoint TEXT NOT NULL DEFAULT '';
 	ALTER TABLE usage_records ADD COLUMN session TEXT NOT NULL DEFAULT '';
 	CREATE INDEX usage_records_key_session ON usage_records (key_id, session, request_id) WHERE session != '';`,
+	// 5: the key's budget group at request time ('' for none) and the
+	// owner labels the record carries (a JSON object with sorted keys, ''
+	// for none). The group is the record's own, not looked up from the
+	// key later: a key that changes group takes none of its past spend
+	// with it, so a group's budget, re-counted after a restart
+	// (GroupSpendSince), is what its members spent while they were
+	// members. Old rows keep '' for both, as they were written without
+	// them: their spend counts for their key, not for any group.
+	//
+	// No index: GroupSpendSince reads the period's rows once at start, as
+	// SpendSince does, and an owner breakdown is one key's range of the
+	// (key_id, created_at_us) index; an index would cost every row a write.
+	`ALTER TABLE usage_records ADD COLUMN key_group TEXT NOT NULL DEFAULT '';
+	ALTER TABLE usage_records ADD COLUMN owners TEXT NOT NULL DEFAULT '';`,
 }
 
 // migrate brings the schema to the newest version in one IMMEDIATE

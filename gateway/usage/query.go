@@ -21,7 +21,7 @@ const cursorVersion byte = 1
 const selectCols = `request_id, client_request_id, key_id, key_fingerprint, alias, provider, provider_model,
 	status, http_status, error_type, fallbacks, attempts, stream,
 	input_tokens, output_tokens, cached_input_tokens, reasoning_tokens, cost_picos, currency,
-	latency_ms, endpoint, session, created_at_us, finished_at_us`
+	latency_ms, endpoint, session, key_group, owners, created_at_us, finished_at_us`
 
 // listQuery is the listing's statement and arguments: keyID's final
 // records matching f, older than the request id after when it is not "",
@@ -192,6 +192,7 @@ func scanRecord(s scanner) (Record, error) {
 	var (
 		r               Record
 		attempts        string
+		owners          string
 		created         int64
 		finished        sql.NullInt64
 		stream          int64
@@ -203,11 +204,14 @@ func scanRecord(s scanner) (Record, error) {
 	)
 	err := s.Scan(&r.RequestID, &r.ClientRequestID, &r.KeyID, &r.KeyFingerprint, &r.Alias, &r.Provider, &r.ProviderModel,
 		&r.Status, &httpStatus, &r.ErrorType, &fbk, &attempts, &stream,
-		&inTok, &outTok, &cached, &reason, &cost, &r.Currency, &latency, &r.Endpoint, &r.Session, &created, &finished)
+		&inTok, &outTok, &cached, &reason, &cost, &r.Currency, &latency, &r.Endpoint, &r.Session, &r.Group, &owners, &created, &finished)
 	if err != nil {
 		return Record{}, err
 	}
 	if r.Attempts, err = decodeAttempts(attempts); err != nil {
+		return Record{}, err
+	}
+	if r.Owners, err = decodeOwners(owners); err != nil {
 		return Record{}, err
 	}
 	r.HTTPStatus, r.Fallbacks, r.Stream = int(httpStatus), int(fbk), stream != 0

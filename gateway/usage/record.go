@@ -87,6 +87,15 @@ type Record struct {
 	// X-Claude-Code-Session-Id, Codex's session id), "" when it sent none.
 	// The server sanitizes it (ValidSession); the ledger stores it as is.
 	Session string
+	// Group is the budget group the key belonged to when the request was
+	// made ("" for none, and on records written before the ledger stored
+	// it): a group's spend is what its members spent while they were
+	// members (GroupSpendSince), whatever the key's group is now.
+	Group string
+	// Owners are the owner labels the record carries
+	// (snapshot.RecordOwners of the key and its group at request time);
+	// nil for none. Summaries can total by one of them (GroupByOwner).
+	Owners map[string]string
 
 	KeyID          string // empty when unauthenticated
 	KeyFingerprint string // empty when unauthenticated
@@ -164,6 +173,32 @@ func decodeAttempts(s string) ([]Attempt, error) {
 		as[i] = Attempt{Provider: a.P, Model: a.M, Outcome: a.O, StatusCode: a.S, LatencyMs: a.L}
 	}
 	return as, nil
+}
+
+// encodeOwners is the owners column: a JSON object with its keys sorted
+// (so equal labels are equal columns), "" when there are none. Invalid
+// UTF-8 becomes U+FFFD rather than failing the record.
+func encodeOwners(owners map[string]string) string {
+	if len(owners) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(owners, json.Deterministic(true), jsontext.AllowInvalidUTF8(true))
+	if err != nil {
+		// A map of strings always encodes; keep the record, not the labels.
+		return ""
+	}
+	return string(b)
+}
+
+func decodeOwners(s string) (map[string]string, error) {
+	if s == "" || s == "{}" {
+		return nil, nil
+	}
+	var owners map[string]string
+	if err := json.Unmarshal([]byte(s), &owners); err != nil {
+		return nil, fmt.Errorf("usage: decode owners: %w", err)
+	}
+	return owners, nil
 }
 
 // Times are integer microseconds since the epoch: sortable, compact, and

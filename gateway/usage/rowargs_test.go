@@ -22,8 +22,9 @@ func TestRowArgsKeepRepeatedValues(t *testing.T) {
 	row := func(id string, at time.Time) *op {
 		r := finalRecord(id, "key-a")
 		r.CreatedAt, r.FinishedAt, r.Cost, r.Currency = at, at.Add(3*time.Millisecond), 123456789, "USD"
-		r.Session = "sess-" + id
-		return &op{kind: opFinish, rec: r, attempts: encodeAttempts(r.Attempts)}
+		r.Session, r.Group = "sess-"+id, "grp-"+id
+		r.Owners = map[string]string{"team": "t-" + id}
+		return &op{kind: opFinish, rec: r, attempts: encodeAttempts(r.Attempts), owners: encodeOwners(r.Owners)}
 	}
 	t0 := time.Date(2026, 12, 4, 21, 0, 0, 0, time.UTC)
 	a, b := row("req_a", t0), row("req_b", t0.Add(time.Second))
@@ -32,7 +33,7 @@ func TestRowArgsKeepRepeatedValues(t *testing.T) {
 		return []any{r.RequestID, r.ClientRequestID, r.KeyID, r.KeyFingerprint, r.Alias, r.Provider, r.ProviderModel,
 			r.Status, int64(r.HTTPStatus), r.ErrorType, int64(r.Fallbacks), o.attempts, r.Stream,
 			int64(r.InputTokens), int64(r.OutputTokens), int64(r.CachedInputTokens), int64(r.ReasoningTokens), int64(r.Cost), r.Currency,
-			r.LatencyMs, r.Endpoint, r.Session, toMicros(r.CreatedAt), fin}
+			r.LatencyMs, r.Endpoint, r.Session, r.Group, o.owners, toMicros(r.CreatedAt), fin}
 	}
 
 	args := insertArgs(nil, a, toMicros(a.rec.FinishedAt))
@@ -46,7 +47,7 @@ func TestRowArgsKeepRepeatedValues(t *testing.T) {
 	}
 	b.kind = opBegin // an in_progress row: finished_at_us NULL whatever is passed
 	args = insertArgs(args, b, 12345)
-	if got, w := argValues(args), want(b, 0); !reflect.DeepEqual(got[:23], w[:23]) || got[23] != nil {
+	if got, w := argValues(args), want(b, 0); !reflect.DeepEqual(got[:25], w[:25]) || got[25] != nil {
 		t.Fatalf("second row's arguments\n got %#v\nwant %#v with NULL finished_at_us", got, w)
 	}
 
@@ -55,7 +56,7 @@ func TestRowArgsKeepRepeatedValues(t *testing.T) {
 	b.kind = opFinish
 	st := writerStmts{args: &args}
 	upd := argValues(st.finishArgs(b, 777))
-	wantUpd := append(append([]any{}, want(b, 777)[1:22]...), int64(777), b.rec.RequestID) // client_request_id … session
+	wantUpd := append(append([]any{}, want(b, 777)[1:24]...), int64(777), b.rec.RequestID) // client_request_id … owners
 	if !reflect.DeepEqual(upd, wantUpd) {
 		t.Fatalf("update arguments\n got %#v\nwant %#v", upd, wantUpd)
 	}

@@ -40,8 +40,8 @@ func TestMigrateV1LedgerKeepsRecords(t *testing.T) {
 	}
 
 	l := openAt(t, path, Options{})
-	if vs := schemaVersions(t, path); !reflect.DeepEqual(vs, []int{1, 2, 3, 4}) {
-		t.Fatalf("schema versions %v, want [1 2 3 4]", vs)
+	if vs := schemaVersions(t, path); !reflect.DeepEqual(vs, []int{1, 2, 3, 4, 5}) {
+		t.Fatalf("schema versions %v, want [1 2 3 4 5]", vs)
 	}
 	old, err := l.Get(ctxT(t), "req_old")
 	if err != nil {

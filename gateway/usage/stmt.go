@@ -146,8 +146,8 @@ const insertSQL = `INSERT INTO usage_records (
 	request_id, client_request_id, key_id, key_fingerprint, alias, provider, provider_model,
 	status, http_status, error_type, fallbacks, attempts, stream,
 	input_tokens, output_tokens, cached_input_tokens, reasoning_tokens, cost_picos, currency,
-	latency_ms, endpoint, session, created_at_us, finished_at_us
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	latency_ms, endpoint, session, key_group, owners, created_at_us, finished_at_us
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (request_id) DO NOTHING`
 
 // The status guard is what makes Finish exactly-once: only an in_progress
@@ -156,7 +156,7 @@ const finishSQL = `UPDATE usage_records SET
 	client_request_id = ?, key_id = ?, key_fingerprint = ?, alias = ?, provider = ?, provider_model = ?,
 	status = ?, http_status = ?, error_type = ?, fallbacks = ?, attempts = ?, stream = ?,
 	input_tokens = ?, output_tokens = ?, cached_input_tokens = ?, reasoning_tokens = ?, cost_picos = ?, currency = ?,
-	latency_ms = ?, endpoint = ?, session = ?, finished_at_us = ?
+	latency_ms = ?, endpoint = ?, session = ?, key_group = ?, owners = ?, finished_at_us = ?
 WHERE request_id = ? AND status = 'in_progress'`
 
 const pingSQL = `INSERT INTO ledger_meta (k, v) VALUES ('last_ping', ?)
@@ -245,30 +245,33 @@ func (s writerStmts) insertArgs(o *op, finished int64) []driver.NamedValue {
 // them (int64, not int: no converter runs between here and SQLite);
 // finished is a final record's, and NULL for any other op's row.
 func insertArgs(dst []driver.NamedValue, o *op, finished int64) []driver.NamedValue {
-	a := rowArgs(dst).sized(24)
+	a := rowArgs(dst).sized(recordCols + 3)
 	a.str(0, o.rec.RequestID)
 	recordArgs(a, 1, o)
-	a.int(22, toMicros(o.rec.CreatedAt))
+	a.int(recordCols+1, toMicros(o.rec.CreatedAt))
 	if o.kind == opFinish {
-		a.int(23, finished)
+		a.int(recordCols+2, finished)
 	} else {
-		a[23].Value = nil // an in_progress row's
+		a[recordCols+2].Value = nil // an in_progress row's
 	}
 	return a
 }
 
 // finishArgs are the update's arguments for o, in s.args, the same way.
 func (s writerStmts) finishArgs(o *op, finished int64) []driver.NamedValue {
-	a := rowArgs(*s.args).sized(23)
+	a := rowArgs(*s.args).sized(recordCols + 2)
 	recordArgs(a, 0, o)
-	a.int(21, finished)
-	a.str(22, o.rec.RequestID)
+	a.int(recordCols, finished)
+	a.str(recordCols+1, o.rec.RequestID)
 	*s.args = a
 	return a
 }
 
-// recordArgs sets the 21 columns the insert and the update share, in their
-// order (client_request_id through session), from position at.
+// recordCols is the number of columns the insert and the update share.
+const recordCols = 23
+
+// recordArgs sets the recordCols columns the insert and the update share,
+// in their order (client_request_id through owners), from position at.
 func recordArgs(a rowArgs, at int, o *op) {
 	r := &o.rec
 	for i, v := range [...]string{r.ClientRequestID, r.KeyID, r.KeyFingerprint, r.Alias, r.Provider, r.ProviderModel, r.Status} {
@@ -286,4 +289,6 @@ func recordArgs(a rowArgs, at int, o *op) {
 	a.int(at+18, r.LatencyMs)
 	a.str(at+19, r.Endpoint)
 	a.str(at+20, r.Session)
+	a.str(at+21, r.Group)
+	a.str(at+22, o.owners)
 }

@@ -28,6 +28,7 @@ type op struct {
 	kind     opKind
 	rec      Record
 	attempts string    // encoded by the caller, keeping JSON work off the single writer
+	owners   string    // the same: the owners column (encodeOwners)
 	queued   time.Time // a Begin's or Finish's: when its line was written (Options.JournalLag)
 	// Set by the writer for one transaction: merged marks a Begin and its
 	// Finish in the same batch, whose one row is the final record's insert;
@@ -57,7 +58,7 @@ func (l *Ledger) Begin(r Record) error {
 	if o.rec.CreatedAt.IsZero() {
 		o.rec.CreatedAt = time.Now()
 	}
-	o.attempts = encodeAttempts(r.Attempts)
+	o.attempts, o.owners = encodeAttempts(r.Attempts), encodeOwners(r.Owners)
 	return l.journaled(context.Background(), o, "begin")
 }
 
@@ -88,7 +89,7 @@ func (l *Ledger) Finish(ctx context.Context, r Record) error {
 	if o.rec.CreatedAt.IsZero() {
 		o.rec.CreatedAt = o.rec.FinishedAt
 	}
-	o.attempts = encodeAttempts(r.Attempts)
+	o.attempts, o.owners = encodeAttempts(r.Attempts), encodeOwners(r.Owners)
 	err := l.journaled(ctx, o, "finish")
 	switch {
 	case errors.Is(err, ErrAlreadyFinished):
