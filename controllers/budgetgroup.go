@@ -57,9 +57,10 @@ func (c *currencyOwner) claimBudget(owner string, b *snapshot.Budget) {
 	}
 }
 
-// compileGroup compiles bg, named id in the snapshot (objectID).
-func compileGroup(bg *v1alpha1.BudgetGroup, id string, currency *currencyOwner) (snapshot.Group, GroupResult) {
-	g := snapshot.Group{Name: id, TokensPerMinute: bg.Spec.TokensPerMinute, Budget: compileBudget(bg.Spec.Budget)}
+// compileGroup compiles bg, named id in the snapshot (objectID), with its
+// labels named in ownerLabels as its owners.
+func compileGroup(bg *v1alpha1.BudgetGroup, id string, ownerLabels []string, currency *currencyOwner) (snapshot.Group, GroupResult) {
+	g := snapshot.Group{Name: id, TokensPerMinute: bg.Spec.TokensPerMinute, Budget: compileBudget(bg.Spec.Budget), Owners: ownersOf(bg.Labels, ownerLabels)}
 	var res GroupResult
 	res.Accepted = isTrue(v1alpha1.ReasonAccepted, "the group is valid")
 	res.ResolvedRefs = isTrue(v1alpha1.ReasonResolvedRefs, "a group references nothing")

@@ -43,6 +43,13 @@ type Inputs struct {
 	Services map[string][]int32
 	// Limits are the gateway's hard limits; zero fields take snapshot defaults.
 	Limits snapshot.Limits
+	// ExpiryWarning is how long before its expiresAt a key is
+	// ExpiringSoon (--key-expiry-warning); 0: no ExpiringSoon condition.
+	ExpiryWarning time.Duration
+	// OwnerLabels are the label keys copied from GatewayKeys and
+	// BudgetGroups into the snapshot's owners (--owner-labels; owners.go),
+	// as OwnerLabelKeys returns them.
+	OwnerLabels []string
 	// Memo, when set, remembers across compilations what each GatewayKey
 	// compiles to on its own (compilememo.go), and the last compilation
 	// to patch when only keys changed (compileincr.go); the result is the
@@ -107,6 +114,11 @@ type AliasResult struct {
 type KeyResult struct {
 	Result
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// Rotation is status.rotation (nil: the key has no spec.previous).
+	Rotation *v1alpha1.KeyRotationStatus `json:"rotation,omitempty"`
+	// ExpiringSoon is the ExpiringSoon condition (nil: the warning is
+	// off, Inputs.ExpiryWarning 0).
+	ExpiringSoon *Condition `json:"expiringSoon,omitempty"`
 }
 
 // Statuses are the computed statuses, by object name.
@@ -115,8 +127,11 @@ type Statuses struct {
 	Aliases   map[string]AliasResult    `json:"aliases"`
 	Keys      map[string]KeyResult      `json:"keys"`
 	Groups    map[string]GroupResult    `json:"groups,omitempty"`
-	// NextExpiry is the earliest expiresAt after Now: statuses change then
-	// even though no object does, so the reconciler must run again.
+	// NextExpiry is the earliest moment after Now at which a key's status
+	// changes by the time alone — its expiresAt, the start of its expiry
+	// warning, the end of its previous key's grace (sooner): statuses
+	// change then even though no object does, so the reconciler must run
+	// again.
 	NextExpiry *time.Time `json:"nextExpiry,omitempty"`
 	// Invalid is why the compiled snapshot does not encode: every object
 	// is validated on its own, so this is a bug, and the reconciler then
@@ -182,7 +197,7 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 	groups := slices.Clone(in.Groups)
 	slices.SortFunc(groups, func(a, b v1alpha1.BudgetGroup) int { return olderFirst(&a.ObjectMeta, &b.ObjectMeta) })
 	for i := range groups {
-		g, res := compileGroup(&groups[i], objectID(in.Namespace, &groups[i]), &currency)
+		g, res := compileGroup(&groups[i], objectID(in.Namespace, &groups[i]), in.OwnerLabels, &currency)
 		res.compiledFrom(&groups[i].ObjectMeta)
 		st.Groups[g.Name] = res
 		if res.InSnapshot {
@@ -200,13 +215,14 @@ func Compile(in Inputs) (snapshot.Snapshot, Statuses) {
 	slices.SortFunc(keys, func(a, b *v1alpha1.GatewayKey) int { return olderFirst(&a.ObjectMeta, &b.ObjectMeta) })
 	prefixOwner, hashOwner := make(map[string]string, len(keys)), make(map[string]string, len(keys))
 	snap.Keys = make([]snapshot.Key, 0, len(keys))
+	clock := newKeyClock(in.Now, in.ExpiryWarning)
 	for _, gk := range keys {
-		k, res := compileKeyIn(in.Now, gk, in.Memo.key(in.Namespace, gk), aliasServed, prefixOwner, hashOwner, &currency, st.Groups)
+		k, res := compileKeyIn(clock, gk, in.Memo.key(in.Namespace, in.OwnerLabels, gk), aliasServed, prefixOwner, hashOwner, &currency, st.Groups)
 		st.Keys[k.ID] = res
 		if res.InSnapshot {
 			snap.Keys = append(snap.Keys, k)
 		}
-		st.NextExpiry = sooner(st.NextExpiry, gk, in.Now)
+		st.NextExpiry = sooner(st.NextExpiry, gk, in.Now, in.ExpiryWarning)
 	}
 
 	in.Memo.retain(in.Namespace, in.Keys)
@@ -522,24 +538,17 @@ func notReadyReason(r Result) string {
 }
 
 // compileKeyIn is compileKey in the compilation: the key's group counts it
-// (groups is changed) and says whether it exists, and the result names
-// the object it was compiled from. The full compile and the patch
-// (compileincr.go) compile each key through it.
-func compileKeyIn(now time.Time, gk *v1alpha1.GatewayKey, m *keyMemo, aliases map[string]bool, prefixOwner, hashOwner map[string]string, currency *currencyOwner, groups map[string]GroupResult) (snapshot.Key, KeyResult) {
-	k, res := compileKey(now, gk, m, aliases, prefixOwner, hashOwner, currency)
+// (groups is changed) and says whether it exists, the clock decides its
+// rotation and expiry warning, and the result names the object it was
+// compiled from. The full compile and the patch (compileincr.go) compile
+// each key through it.
+func compileKeyIn(clock *keyClock, gk *v1alpha1.GatewayKey, m *keyMemo, aliases map[string]bool, prefixOwner, hashOwner map[string]string, currency *currencyOwner, groups map[string]GroupResult) (snapshot.Key, KeyResult) {
+	k, res := compileKey(clock.now, gk, m, aliases, prefixOwner, hashOwner, currency)
 	groupResult(&k, &res, groups)
+	res.Rotation = clock.rotation(m.key.Previous, m.previousFingerprint)
+	res.ExpiringSoon = clock.expiringSoon(m.key.ExpiresAt)
 	res.compiledFrom(&gk.ObjectMeta)
 	return k, res
-}
-
-// sooner is next, or gk's expiry when that comes after now and before
-// next: the NextExpiry of Statuses.
-func sooner(next *time.Time, gk *v1alpha1.GatewayKey, now time.Time) *time.Time {
-	if e := gk.Spec.ExpiresAt; e != nil && e.After(now) && (next == nil || e.Time.Before(*next)) {
-		t := e.UTC()
-		return &t
-	}
-	return next
 }
 
 func compileKey(now time.Time, gk *v1alpha1.GatewayKey, m *keyMemo, aliases map[string]bool, prefixOwner, hashOwner map[string]string, currency *currencyOwner) (snapshot.Key, KeyResult) {
@@ -547,19 +556,18 @@ func compileKey(now time.Time, gk *v1alpha1.GatewayKey, m *keyMemo, aliases map[
 	k := m.key
 	res := KeyResult{Fingerprint: m.fingerprint}
 
-	// Accepted: the key on its own, then its claim on prefix and hash (only
-	// valid keys claim, the older first).
+	// Accepted: the key on its own, then its claim on its prefixes and
+	// hashes, its previous key's too (only valid keys claim, the older
+	// first).
 	res.Accepted = keyValid
 	if m.invalid != "" {
 		res.Accepted = isFalse(v1alpha1.ReasonInvalidSpec, "%s", m.invalid)
-	} else if prev, taken := prefixOwner[k.Prefix]; taken {
-		res.Accepted = isFalse(v1alpha1.ReasonKeyConflict, "keyPrefix is already used by the older GatewayKey %q", prev)
-	} else if prev, taken := hashOwner[k.Hash]; taken {
-		res.Accepted = isFalse(v1alpha1.ReasonKeyConflict, "keyHash is already used by the older GatewayKey %q", prev)
+	} else if field, prev := claimedBefore(prefixOwner, hashOwner, &k); prev != "" {
+		res.Accepted = isFalse(v1alpha1.ReasonKeyConflict, "%s is already used by the older GatewayKey %q", field, prev)
 	} else if why := currency.budgetMismatch(k.Budget); why != "" {
 		res.Accepted = isFalse(v1alpha1.ReasonInvalidSpec, "%s", why)
 	} else {
-		prefixOwner[k.Prefix], hashOwner[k.Hash] = k.ID, k.ID
+		claim(prefixOwner, hashOwner, &k)
 		if k.Budget != nil {
 			currency.claimBudget(fmt.Sprintf("GatewayKey %q", k.ID), k.Budget)
 		}

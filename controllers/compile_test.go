@@ -375,16 +375,28 @@ func diffInputs(want, got Inputs) string {
 // TestCompileNeverLeaksPlaintext: a key pasted into any free-text field, or
 // credentials in a URL, must not reach the snapshot or a status.
 func TestCompileNeverLeaksPlaintext(t *testing.T) {
-	in := loadInputs(t, "testdata/invalid.yaml")
-	snapJSON, statusJSON := render(t, in)
-	for _, b := range [][]byte{snapJSON, statusJSON} {
-		if bytes.Contains(b, []byte(plaintextInTestdata)) {
-			t.Fatalf("plaintext key leaked:\n%s", b)
+	for _, path := range []string{"testdata/invalid.yaml", "testdata/rotation.yaml"} {
+		in := loadInputs(t, path)
+		if !bytes.Contains(must(os.ReadFile(path)), []byte(plaintextInTestdata)) {
+			t.Fatalf("%s lacks the plaintext key this test looks for", path)
 		}
-		if bytes.Contains(b, []byte("user:pass")) {
-			t.Fatalf("URL credentials leaked:\n%s", b)
+		snapJSON, statusJSON := render(t, in)
+		for _, b := range [][]byte{snapJSON, statusJSON} {
+			if bytes.Contains(b, []byte(plaintextInTestdata)) {
+				t.Fatalf("%s: plaintext key leaked:\n%s", path, b)
+			}
+			if bytes.Contains(b, []byte("user:pass")) {
+				t.Fatalf("%s: URL credentials leaked:\n%s", path, b)
+			}
 		}
 	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // plaintextInTestdata is a syntactically valid key that is deliberately

@@ -91,7 +91,7 @@ func (m *CompileMemo) remember(in Inputs, snap snapshot.Snapshot, st Statuses, c
 	if !ok {
 		return
 	}
-	slots, valid, ok := m.slotKeys(in.Namespace, in.Keys)
+	slots, valid, ok := m.slotKeys(in.Namespace, in.OwnerLabels, in.Keys)
 	if !ok {
 		return
 	}
@@ -116,16 +116,16 @@ type keySlots struct {
 }
 
 // slotKeys gives each key a slot, when every key has the memo entry of its
-// UID and generation, under a name no other key has, and the memo has no
-// other entry; valid counts the keys that passed ValidateKey.
-func (m *CompileMemo) slotKeys(home string, keys []v1alpha1.GatewayKey) (_ keySlots, valid int, ok bool) {
+// UID, generation and owner labels, under a name no other key has, and the
+// memo has no other entry; valid counts the keys that passed ValidateKey.
+func (m *CompileMemo) slotKeys(home string, ownerLabels []string, keys []v1alpha1.GatewayKey) (_ keySlots, valid int, ok bool) {
 	stamp := m.nextStamp()
 	s := keySlots{seen: make([]uint64, len(keys)), names: make([]string, len(keys))}
 	for i := range keys {
 		gk := &keys[i]
 		name := objectID(home, gk)
 		e := m.keys[name]
-		if e == nil || e.uid != gk.UID || e.generation != gk.Generation || gk.UID == "" || gk.Generation == 0 {
+		if e == nil || !e.describes(gk, ownerLabels) || gk.UID == "" || gk.Generation == 0 {
 			return keySlots{}, 0, false
 		}
 		if int(e.slot) < i && s.seen[e.slot] == stamp && s.names[e.slot] == name {
@@ -161,7 +161,8 @@ func (m *CompileMemo) nextStamp() uint64 {
 }
 
 func countTokens(lost map[token]int, k *snapshot.Key, n int) {
-	for _, t := range []token{{false, k.Prefix}, {true, k.Hash}} {
+	ts := tokensOf(k)
+	for _, t := range ts.t[:ts.n] {
 		if lost[t] += n; lost[t] <= 0 {
 			delete(lost, t)
 		}
@@ -169,7 +170,13 @@ func countTokens(lost map[token]int, k *snapshot.Key, n int) {
 }
 
 func (r *lastRound) holdsLost(k *snapshot.Key) bool {
-	return r.lost[token{false, k.Prefix}] > 0 || r.lost[token{true, k.Hash}] > 0
+	ts := tokensOf(k)
+	for _, t := range ts.t[:ts.n] {
+		if r.lost[t] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // patch is Compile(in) made by patching the last compilation; ok=false:
@@ -196,7 +203,8 @@ func (m *CompileMemo) patch(in Inputs) (_ snapshot.Snapshot, _ Statuses, ok bool
 }
 
 // keysAlone: everything Compile reads but the keys is as last time, and no
-// key's expiry has passed since (each key's Refused stands).
+// key's status has changed with the time since (NextExpiry: each key's
+// Refused, rotation and expiry warning stand).
 func (r *lastRound) keysAlone(in *Inputs, stamp uint64) bool {
 	// Wall clocks: expiry is decided on them, and a monotonic reading
 	// could say "later" when the wall clock went back.
@@ -207,8 +215,8 @@ func (r *lastRound) keysAlone(in *Inputs, stamp uint64) bool {
 	return r.inputs.same(in, stamp)
 }
 
-// keyChange is a key created, changed (another UID or generation) or
-// deleted since the last compilation.
+// keyChange is a key created, changed (another UID, generation or owner
+// labels) or deleted since the last compilation.
 type keyChange struct {
 	name string
 	gk   *v1alpha1.GatewayKey // nil: deleted
@@ -239,11 +247,11 @@ func (m *CompileMemo) keyChanges(in *Inputs, slots *keySlots) (changes []keyChan
 		default:
 			slots.seen[e.slot] = stamp
 			matched++
-			if e.uid != gk.UID || e.generation != gk.Generation {
+			if !e.describes(gk, in.OwnerLabels) {
 				changes = append(changes, keyChange{name: name, gk: gk, old: e})
 			}
 		}
-		next = sooner(next, gk, in.Now)
+		next = sooner(next, gk, in.Now, in.ExpiryWarning)
 	}
 	if matched < len(m.keys) {
 		for slot, name := range slots.names {
@@ -277,11 +285,12 @@ func (r *lastRound) apply(m *CompileMemo, in *Inputs, changes []keyChange) bool 
 		}
 	}
 	var put []snapshot.Key
+	clock := newKeyClock(in.Now, in.ExpiryWarning)
 	for _, c := range changes {
 		if c.gk == nil {
 			continue
 		}
-		k, ok := r.putIn(m, in, c)
+		k, ok := r.putIn(m, in, clock, c)
 		if !ok {
 			return false
 		}
@@ -309,11 +318,10 @@ func (r *lastRound) takeOut(m *CompileMemo, c keyChange, remove *[]string) bool 
 		// claimed nothing, and no claim was decided by it
 	case !res.InSnapshot:
 		countTokens(r.lost, k, -1)
-	case r.holdsLost(k), r.prefixOwner[k.Prefix] != c.name, r.hashOwner[k.Hash] != c.name:
+	case r.holdsLost(k), !ownsAll(r.prefixOwner, r.hashOwner, k, c.name):
 		return false // some key lost to this one
 	default:
-		delete(r.prefixOwner, k.Prefix)
-		delete(r.hashOwner, k.Hash)
+		unclaim(r.prefixOwner, r.hashOwner, k)
 	}
 	if res.InSnapshot {
 		*remove = append(*remove, k.ID)
@@ -332,8 +340,8 @@ func (r *lastRound) takeOut(m *CompileMemo, c keyChange, remove *[]string) bool 
 
 // putIn compiles the key's new version as Compile does; k is its snapshot
 // entry, nil when it is not served.
-func (r *lastRound) putIn(m *CompileMemo, in *Inputs, c keyChange) (k *snapshot.Key, ok bool) {
-	e := m.key(in.Namespace, c.gk)
+func (r *lastRound) putIn(m *CompileMemo, in *Inputs, clock *keyClock, c keyChange) (k *snapshot.Key, ok bool) {
+	e := m.key(in.Namespace, in.OwnerLabels, c.gk)
 	if c.old != nil {
 		e.slot = c.old.slot
 	} else {
@@ -346,7 +354,7 @@ func (r *lastRound) putIn(m *CompileMemo, in *Inputs, c keyChange) (k *snapshot.
 	currency := r.currency
 	// Changes r.st.Groups before it may give up: a patch that gives up
 	// is forgotten (patch), and the full compile starts afresh.
-	entry, res := compileKeyIn(in.Now, c.gk, e, r.aliasServed, r.prefixOwner, r.hashOwner, &currency, r.st.Groups)
+	entry, res := compileKeyIn(clock, c.gk, e, r.aliasServed, r.prefixOwner, r.hashOwner, &currency, r.st.Groups)
 	if currency != r.currency {
 		return nil, false
 	}
@@ -367,45 +375,58 @@ func (r *lastRound) putIn(m *CompileMemo, in *Inputs, c keyChange) (k *snapshot.
 // inputsSeen is what Compile read besides the keys. Providers, aliases
 // and groups are known by UID and generation: their specs change only with
 // the generation (the watches rely on it too), and a name or creation time
-// never changes for one UID. Secrets and Services are small: copied.
+// never changes for one UID; a group's owner labels, which change without
+// a new generation, are kept too. Secrets and Services are small: copied.
 type inputsSeen struct {
-	namespace string
-	limits    snapshot.Limits
-	objects   map[objectRef]*objectSeen
-	secrets   map[string][]string
-	services  map[string][]int32
+	namespace     string
+	limits        snapshot.Limits
+	expiryWarning time.Duration
+	ownerLabels   []string
+	objects       map[objectRef]*objectSeen
+	secrets       map[string][]string
+	services      map[string][]int32
 }
 
 type objectSeen struct {
 	uid        types.UID
 	generation int64
+	owners     string // a group's ownersKey
 	stamp      uint64 // the round that last saw it
 }
 
+// ownersSeen is what of an object's labels Compile reads: a group's owner
+// labels, nothing of the other kinds.
+func ownersSeen(in *Inputs, k objectRef, meta *metav1.ObjectMeta) string {
+	if k.Kind != "BudgetGroup" || len(in.OwnerLabels) == 0 {
+		return ""
+	}
+	return ownersKey(meta.Labels, in.OwnerLabels)
+}
+
 func seeInputs(in *Inputs) (inputsSeen, bool) {
-	s := inputsSeen{namespace: in.Namespace, limits: in.Limits, objects: map[objectRef]*objectSeen{},
-		secrets: cloneLists(in.Secrets), services: cloneLists(in.Services)}
+	s := inputsSeen{namespace: in.Namespace, limits: in.Limits, expiryWarning: in.ExpiryWarning, ownerLabels: slices.Clone(in.OwnerLabels),
+		objects: map[objectRef]*objectSeen{}, secrets: cloneLists(in.Secrets), services: cloneLists(in.Services)}
 	ok := eachObject(in, func(k objectRef, meta *metav1.ObjectMeta) bool {
 		if meta.UID == "" || meta.Generation == 0 || s.objects[k] != nil {
 			return false
 		}
-		s.objects[k] = &objectSeen{uid: meta.UID, generation: meta.Generation}
+		s.objects[k] = &objectSeen{uid: meta.UID, generation: meta.Generation, owners: ownersSeen(in, k, meta)}
 		return true
 	})
 	return s, ok
 }
 
-// same: in's providers, aliases, groups, Secrets, Services, limits and
-// namespace are those seen.
+// same: in's providers, aliases, groups, Secrets, Services, limits,
+// options and namespace are those seen.
 func (s *inputsSeen) same(in *Inputs, stamp uint64) bool {
-	if in.Namespace != s.namespace || in.Limits != s.limits ||
+	if in.Namespace != s.namespace || in.Limits != s.limits || in.ExpiryWarning != s.expiryWarning || !slices.Equal(in.OwnerLabels, s.ownerLabels) ||
 		!maps.EqualFunc(in.Secrets, s.secrets, slices.Equal) || !maps.EqualFunc(in.Services, s.services, slices.Equal) {
 		return false
 	}
 	n := 0
 	return eachObject(in, func(k objectRef, meta *metav1.ObjectMeta) bool {
 		o := s.objects[k]
-		if o == nil || o.uid != meta.UID || o.generation != meta.Generation || o.stamp == stamp {
+		if o == nil || o.uid != meta.UID || o.generation != meta.Generation || o.stamp == stamp || o.owners != ownersSeen(in, k, meta) {
 			return false
 		}
 		o.stamp = stamp

@@ -146,7 +146,8 @@ type world struct {
 func newWorld(seed uint64) *world {
 	w := &world{r: rand.New(rand.NewPCG(seed, 99))}
 	w.in = Inputs{Namespace: "llmgw-system", Now: goldenNow,
-		Secrets: map[string][]string{"creds": {"key"}}, Services: map[string][]int32{}}
+		Secrets: map[string][]string{"creds": {"key"}}, Services: map[string][]int32{},
+		OwnerLabels: []string{"team"}, ExpiryWarning: time.Duration(w.r.IntN(3)) * 6 * time.Hour}
 	priced := w.r.IntN(2) == 0
 	w.in.Providers = []v1alpha1.ProviderEndpoint{w.provider("pa", priced), w.provider("pb", false)}
 	w.in.Aliases = []v1alpha1.ModelAlias{w.alias("chat", "pa"), w.alias("code", "pb"), w.alias("broken", "missing")}
@@ -265,7 +266,20 @@ func (w *world) newHash(s *v1alpha1.GatewayKeySpec) {
 
 // vary changes one thing of a key's spec.
 func (w *world) vary(s *v1alpha1.GatewayKeySpec) {
-	switch w.r.IntN(9) {
+	switch w.r.IntN(10) {
+	case 9:
+		// A rotation: its previous prefix and hash from the same pools as
+		// every key's, so they conflict with other keys' (current or
+		// previous) too; its grace ends within the hours time moves.
+		if s.Previous != nil && w.r.IntN(3) == 0 {
+			s.Previous = nil
+			break
+		}
+		var old v1alpha1.GatewayKeySpec
+		w.newPrefix(&old)
+		w.newHash(&old)
+		s.Previous = &v1alpha1.PreviousKey{KeyPrefix: old.KeyPrefix, KeyHash: old.KeyHash,
+			AcceptedUntil: metav1.NewTime(w.in.Now.Add(time.Duration(w.r.IntN(24*60)-4*60) * time.Minute))}
 	case 0:
 		s.Disabled = !s.Disabled
 	case 1:
@@ -332,6 +346,10 @@ func (w *world) step() string {
 		case n < 90:
 			w.changeOther()
 			did = append(did, "a provider, alias, group, Secret or limit")
+		case n < 95 && len(in.Keys) > 0:
+			k := &in.Keys[i]
+			name := w.relabel(&k.ObjectMeta)
+			did = append(did, "relabel "+k.Name+" "+name)
 		default:
 			r := w.r
 			r.Shuffle(len(in.Keys), func(i, j int) { in.Keys[i], in.Keys[j] = in.Keys[j], in.Keys[i] })
@@ -341,10 +359,29 @@ func (w *world) step() string {
 	return fmt.Sprint(did)
 }
 
+// relabel changes a label of an object, without a new generation (as the
+// API server does): the owner label "team" or another one; it says which.
+func (w *world) relabel(m *metav1.ObjectMeta) string {
+	name := []string{"team", "app"}[w.r.IntN(2)]
+	m.Labels = maps.Clone(m.Labels)
+	switch {
+	case m.Labels == nil:
+		m.Labels = map[string]string{name: "a"}
+	case w.r.IntN(4) == 0:
+		delete(m.Labels, name)
+	default:
+		m.Labels[name] = []string{"a", "b", "c"}[w.r.IntN(3)]
+	}
+	return name
+}
+
 // changeOther changes something Compile reads besides the keys.
 func (w *world) changeOther() {
 	in := &w.in
-	switch w.r.IntN(6) {
+	switch w.r.IntN(7) {
+	case 6:
+		in.Groups = slices.Clone(in.Groups)
+		w.relabel(&in.Groups[w.r.IntN(len(in.Groups))].ObjectMeta)
 	case 0:
 		in.Providers = slices.Clone(in.Providers)
 		pe := &in.Providers[0]

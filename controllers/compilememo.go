@@ -10,8 +10,9 @@ import (
 
 // CompileMemo remembers what each GatewayKey compiles to on its own — its
 // snapshot entry normalized, ValidateKey's verdict, its fingerprint and
-// entry digest — for as long as the object keeps its UID and generation
-// (spec changes bump the generation). At 50,000 keys, validating every key
+// entry digest — for as long as the object keeps its UID, its generation
+// (spec changes bump the generation) and its owner labels (which change
+// without a new generation). At 50,000 keys, validating every key
 // (hash, plaintext scan) and hashing every entry again for a one-key
 // change was most of a compilation. What depends on other objects (claims
 // on prefix and hash, served aliases, currency, expiry) is decided afresh,
@@ -44,6 +45,8 @@ type keyMemo struct {
 	key         snapshot.Key
 	invalid     string // ValidateKey's message on one line; "" when valid
 	fingerprint string
+	// previousFingerprint is spec.previous.keyHash's fingerprint.
+	previousFingerprint string
 	// digest and canonical are the entry's digest and its piece of the
 	// snapshot's canonical encoding with every model served; empty until
 	// first needed.
@@ -56,16 +59,17 @@ type keyMemo struct {
 
 // key returns gk's memo entry, made now if gk is new or changed. Objects
 // without a UID or generation (built in tests) are compiled afresh. home is
-// the controller's namespace (objectID).
-func (m *CompileMemo) key(home string, gk *v1alpha1.GatewayKey) *keyMemo {
+// the controller's namespace (objectID); ownerLabels the label keys copied
+// into the entry's owners.
+func (m *CompileMemo) key(home string, ownerLabels []string, gk *v1alpha1.GatewayKey) *keyMemo {
 	id := objectID(home, gk)
 	cacheable := m != nil && gk.UID != "" && gk.Generation != 0
 	if cacheable {
-		if e, ok := m.keys[id]; ok && e.uid == gk.UID && e.generation == gk.Generation {
+		if e, ok := m.keys[id]; ok && e.describes(gk, ownerLabels) {
 			return e
 		}
 	}
-	e := newKeyMemo(home, gk)
+	e := newKeyMemo(home, ownerLabels, gk)
 	switch {
 	case cacheable:
 		if m.keys == nil {
@@ -78,10 +82,17 @@ func (m *CompileMemo) key(home string, gk *v1alpha1.GatewayKey) *keyMemo {
 	return e
 }
 
-func newKeyMemo(home string, gk *v1alpha1.GatewayKey) *keyMemo {
+// describes says whether e was made from gk as it is: the same UID and
+// generation, and the same owner labels.
+func (e *keyMemo) describes(gk *v1alpha1.GatewayKey, ownerLabels []string) bool {
+	return e.uid == gk.UID && e.generation == gk.Generation && sameOwners(e.key.Owners, gk.Labels, ownerLabels)
+}
+
+func newKeyMemo(home string, ownerLabels []string, gk *v1alpha1.GatewayKey) *keyMemo {
 	s := gk.Spec
 	e := &keyMemo{uid: gk.UID, generation: gk.Generation}
-	k := snapshot.Key{ID: objectID(home, gk), Prefix: s.KeyPrefix, Hash: s.KeyHash, Disabled: s.Disabled, Models: append([]string(nil), s.Models...)}
+	k := snapshot.Key{ID: objectID(home, gk), Prefix: s.KeyPrefix, Hash: s.KeyHash, Disabled: s.Disabled, Models: append([]string(nil), s.Models...),
+		Owners: ownersOf(gk.Labels, ownerLabels)}
 	keyQuotas(&s, &k)
 	k.Group = qualify(home, gk.Namespace, s.Group) // a key's group is in its own namespace
 	if s.RateLimit != nil {
@@ -93,6 +104,14 @@ func newKeyMemo(home string, gk *v1alpha1.GatewayKey) *keyMemo {
 	}
 	if keyformat.ValidHash(s.KeyHash) {
 		e.fingerprint = keyformat.Fingerprint(s.KeyHash)
+	}
+	if p := s.Previous; p != nil {
+		// Validated with the key (ValidateKey): a plaintext key here makes
+		// the key invalid, and is never fingerprinted.
+		k.Previous = &snapshot.PreviousKey{Prefix: p.KeyPrefix, Hash: p.KeyHash, Until: p.AcceptedUntil.UTC()}
+		if keyformat.ValidHash(p.KeyHash) {
+			e.previousFingerprint = keyformat.Fingerprint(p.KeyHash)
+		}
 	}
 	k.Normalize()
 	if err := snapshot.ValidateKey(&k); err != nil {

@@ -210,11 +210,13 @@ var _ = Describe("snapshot controller", func() {
 		Expect(rows[2][:9]).To(Equal([]any{"chat-restricted", "chat-restricted", "alpha/alpha-small", nil, "True", "True", "Unknown", "Unknown", "NoGateways"}))
 
 		cols, wide, rows = table("gatewaykeys")
-		Expect(cols).To(Equal([]string{"Name", "Prefix", "Fingerprint", "Disabled", "Expires", "Accepted", "ResolvedRefs", "Programmed", "Age"}))
-		Expect(wide).To(Equal([]string{"Ready", "Reason", "Group", "TPM", "Budget"}))
+		Expect(cols).To(Equal([]string{"Name", "Prefix", "Fingerprint", "Disabled", "Expires", "Rotation", "GraceEnds", "Accepted", "ResolvedRefs", "Programmed", "Age"}))
+		Expect(wide).To(Equal([]string{"Ready", "Reason", "ExpiringSoon", "Group", "TPM", "Budget"}))
 		// Disabled is false, not blank: the schema defaults it.
 		Expect(rows[0][3]).To(BeFalse())
-		Expect(rows[0][5:8]).To(Equal([]any{"True", "True", "Unknown"}))
+		// Never rotated: no rotation to show.
+		Expect(rows[0][5:7]).To(Equal([]any{nil, nil}))
+		Expect(rows[0][7:10]).To(Equal([]any{"True", "True", "Unknown"}))
 
 		cols, wide, _ = table("providerendpoints")
 		Expect(cols).To(Equal([]string{"Name", "Protocol", "URL", "Accepted", "ResolvedRefs", "Programmed", "Age"}))

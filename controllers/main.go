@@ -74,6 +74,14 @@ type Options struct {
 	// ShardBytes is the uncompressed JSON one key shard of the snapshot
 	// aims at (0: the snapshot package's default); tests make it small.
 	ShardBytes int
+	// KeyExpiryWarning is how long before its expiresAt a GatewayKey gets
+	// the ExpiringSoon condition and a KeyExpiringSoon Event; 0 turns the
+	// warning off. Main defaults it to DefaultKeyExpiryWarning.
+	KeyExpiryWarning time.Duration
+	// OwnerLabels are label keys copied from each GatewayKey's and
+	// BudgetGroup's labels into the snapshot, and from there onto every
+	// usage record of the key (owners.go).
+	OwnerLabels []string
 }
 
 // Client rates: the status writer may use more than the manager because it
@@ -120,12 +128,22 @@ func Main(ctx context.Context, args []string) error {
 	fs.Float64Var(&o.StatusQPS, "status-qps", DefaultStatusQPS, "sustained status patches per `second` (a client of their own, so a backlog never delays a snapshot write)")
 	fs.IntVar(&o.StatusBurst, "status-burst", DefaultStatusBurst, "status `patches` in a burst")
 	fs.IntVar(&o.StatusWorkers, "status-workers", DefaultStatusWorkers, "status patches in flight at once (`n`; never two for one object)")
+	fs.DurationVar(&o.KeyExpiryWarning, "key-expiry-warning", DefaultKeyExpiryWarning, "how long before its spec.expiresAt a GatewayKey gets the ExpiringSoon condition and a KeyExpiringSoon Event (`duration`; 0 turns the warning off)")
+	fs.Func("owner-labels", "comma-separated label `keys` copied from each GatewayKey's and BudgetGroup's labels onto its usage records (owners), e.g. team,example.com/cost-center", func(v string) error {
+		o.OwnerLabels = append(o.OwnerLabels, strings.Split(v, ",")...)
+		return nil
+	})
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	// Checked before anything else, so a typo is reported as such and not
+	// behind a cluster connection error (NewManager checks them again).
+	if err := checkKeyOptions(&o); err != nil {
+		return err
 	}
 
 	var h slog.Handler = slog.NewTextHandler(os.Stderr, nil)
@@ -193,6 +211,9 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, *Re
 	}
 	watched, err := WatchedNamespaces(o.Namespace, o.WatchNamespaces)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkKeyOptions(&o); err != nil {
 		return nil, nil, err
 	}
 	home := map[string]cache.Config{o.Namespace: {}}
@@ -275,6 +296,8 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, *Re
 		DebounceMax:     max(o.DebounceMax, o.Debounce),
 		Log:             log.WithName("snapshot"),
 		Recorder:        mgr.GetEventRecorder(FieldOwner),
+		ExpiryWarning:   o.KeyExpiryWarning,
+		OwnerLabels:     o.OwnerLabels,
 	}
 	r.delivery.ShardBytes = o.ShardBytes
 	statusClient, err := client.New(withRate(cfg, o.StatusQPS, DefaultStatusQPS, o.StatusBurst, DefaultStatusBurst), client.Options{Scheme: scheme})
@@ -294,13 +317,28 @@ func NewManager(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, *Re
 	return mgr, r, nil
 }
 
+// checkKeyOptions checks --owner-labels (normalizing o.OwnerLabels, as
+// OwnerLabelKeys does) and --key-expiry-warning.
+func checkKeyOptions(o *Options) error {
+	labels, err := OwnerLabelKeys(o.OwnerLabels)
+	if err != nil {
+		return fmt.Errorf("--owner-labels: %w", err)
+	}
+	o.OwnerLabels = labels
+	if o.KeyExpiryWarning < 0 {
+		return fmt.Errorf("--key-expiry-warning: %s is negative (0 turns the warning off)", o.KeyExpiryWarning)
+	}
+	return nil
+}
+
 // Run starts the manager and blocks until ctx is cancelled.
 func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) error {
 	mgr, _, err := NewManager(cfg, o, log)
 	if err != nil {
 		return err
 	}
-	log.Info("starting controller", "namespace", o.Namespace, "watchNamespaces", o.WatchNamespaces, "configMap", o.ConfigMapName, "leaderElect", o.LeaderElect)
+	log.Info("starting controller", "namespace", o.Namespace, "watchNamespaces", o.WatchNamespaces, "configMap", o.ConfigMapName, "leaderElect", o.LeaderElect,
+		"keyExpiryWarning", o.KeyExpiryWarning.String(), "ownerLabels", o.OwnerLabels)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}

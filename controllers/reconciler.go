@@ -109,6 +109,12 @@ type Reconciler struct {
 	Gateways *GatewayWatch
 	// Recorder records an Event per condition transition; nil records none.
 	Recorder events.EventRecorder
+	// ExpiryWarning is how long before its expiresAt a key is ExpiringSoon
+	// (--key-expiry-warning; 0: never).
+	ExpiryWarning time.Duration
+	// OwnerLabels are the label keys copied into the snapshot's owners
+	// (--owner-labels), as OwnerLabelKeys returns them.
+	OwnerLabels []string
 
 	mu                    sync.Mutex
 	firstEvent, lastEvent time.Time
@@ -124,6 +130,9 @@ type Reconciler struct {
 	// pubs is touched by Reconcile only (MaxConcurrentReconciles: 1).
 	pubs    publications
 	decided map[objectRef]condSet
+	// keyStates is, per GatewayKey, the lifecycle last decided (rotation,
+	// expiry warning: keyevents.go); guarded by mu, as decided.
+	keyStates map[objectRef]keyState
 	// verified is, per object, the status last found in place with
 	// nothing left to write (status.go); touched by Reconcile only.
 	verified map[objectRef]wantedStatus
@@ -209,11 +218,16 @@ func (r *Reconciler) enqueueAll(input bool) handler.EventHandler {
 }
 
 // SetupWithManager registers the watches: the four kinds (spec changes only,
-// so our own status writes do not loop), Secrets (only when their set of data
-// keys changes), Services (only when their set of ports changes) and the
-// snapshot ConfigMap (to repair edits and deletion).
+// so our own status writes do not loop, and for keys and groups a change of
+// their owner labels), Secrets (only when their set of data keys changes),
+// Services (only when their set of ports changes) and the snapshot ConfigMap
+// (to repair edits and deletion).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	spec := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	owned := spec
+	if len(r.OwnerLabels) > 0 {
+		owned = builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, ownerLabelsChanged(r.OwnerLabels)))
+	}
 	secretKeysChanged := builder.WithPredicates(predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, ok1 := e.ObjectOld.(*corev1.Secret)
@@ -233,8 +247,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Watches(&v1alpha1.ProviderEndpoint{}, r.enqueueAll(true), spec).
 		Watches(&v1alpha1.ModelAlias{}, r.enqueueAll(true), spec).
-		Watches(&v1alpha1.GatewayKey{}, r.enqueueAll(true), spec).
-		Watches(&v1alpha1.BudgetGroup{}, r.enqueueAll(true), spec).
+		Watches(&v1alpha1.GatewayKey{}, r.enqueueAll(true), owned).
+		Watches(&v1alpha1.BudgetGroup{}, r.enqueueAll(true), owned).
 		Watches(&corev1.Secret{}, r.enqueueAll(true), secretKeysChanged).
 		Watches(&corev1.Service{}, r.enqueueAll(true), servicePortsChanged).
 		Watches(&corev1.ConfigMap{}, r.enqueueAll(true), builder.OnlyMetadata, r.snapshotEvents())
@@ -325,7 +339,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	return r.expiryRequeue(st), nil
 }
 
-// expiryRequeue comes back when a key expires: that changes its status
+// expiryRequeue comes back when a key's status changes with the time alone
+// (it expires, its expiry warning starts, its previous key's grace ends):
 // though no object changed.
 func (r *Reconciler) expiryRequeue(st Statuses) reconcile.Result {
 	var res reconcile.Result
@@ -386,7 +401,8 @@ func (r *Reconciler) inputs(ctx context.Context) (Inputs, error) {
 	if r.memo == nil {
 		r.memo = NewCompileMemo()
 	}
-	in := Inputs{Namespace: r.Namespace, Now: r.now(), Limits: r.Limits, Secrets: map[string][]string{}, Services: map[string][]int32{}, Memo: r.memo}
+	in := Inputs{Namespace: r.Namespace, Now: r.now(), Limits: r.Limits, ExpiryWarning: r.ExpiryWarning, OwnerLabels: r.OwnerLabels,
+		Secrets: map[string][]string{}, Services: map[string][]int32{}, Memo: r.memo}
 	// No deep copy of 50,000 objects per reconcile: Compile and the status
 	// pass only read them (the status pass copies what it changes).
 	var sl corev1.SecretList

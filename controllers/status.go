@@ -44,7 +44,7 @@ func (r *Reconciler) updateStatuses(ctx context.Context, in Inputs, st Statuses,
 		if o := p.wants(orig, "ProviderEndpoint", id, res.Result, res.BaseURL); o != nil {
 			o := o.(*v1alpha1.ProviderEndpoint)
 			o.Status.BaseURL = res.BaseURL
-			p.update(o, orig, &o.Status.CommonStatus, &orig.Status, &o.Status)
+			p.update(o, orig, &o.Status.CommonStatus, &orig.Status, &o.Status, nil)
 		}
 	}
 	for i := range in.Aliases {
@@ -54,19 +54,26 @@ func (r *Reconciler) updateStatuses(ctx context.Context, in Inputs, st Statuses,
 		if o := p.wants(orig, "ModelAlias", id, res.Result, aliasFields(res)); o != nil {
 			o := o.(*v1alpha1.ModelAlias)
 			o.Status.Alias, o.Status.Primary, o.Status.Fallback, o.Status.Routes = res.Alias, res.Primary, res.Fallback, res.Routes
-			p.update(o, orig, &o.Status.CommonStatus, &orig.Status, &o.Status)
+			p.update(o, orig, &o.Status.CommonStatus, &orig.Status, &o.Status, nil)
 		}
 	}
+	var keys keyCounts
 	for i := range in.Keys {
 		orig := &in.Keys[i]
 		id := objectID(r.Namespace, orig)
 		res := st.Keys[id]
-		if o := p.wants(orig, "GatewayKey", id, res.Result, res.Fingerprint); o != nil {
+		keys.add(&res)
+		if o := p.wants(orig, "GatewayKey", id, res.Result, keyFieldsOf(&res)); o != nil {
 			o := o.(*v1alpha1.GatewayKey)
 			o.Status.Fingerprint = res.Fingerprint
-			p.update(o, orig, &o.Status.CommonStatus, &orig.Status, &o.Status)
+			o.Status.Rotation = res.Rotation.DeepCopy()
+			// A copy for the closure: res itself must not escape, for
+			// each of 50,000 keys, when only a few statuses change.
+			changed := res
+			p.update(o, orig, &o.Status.CommonStatus, &orig.Status, &o.Status, func() { p.keyLifecycle(o, &orig.Status, &changed) })
 		}
 	}
+	keys.publish()
 	for i := range in.Groups {
 		orig := &in.Groups[i]
 		id := objectID(r.Namespace, orig)
@@ -74,7 +81,7 @@ func (r *Reconciler) updateStatuses(ctx context.Context, in Inputs, st Statuses,
 		if o := p.wants(orig, "BudgetGroup", id, res.Result, res.Keys); o != nil {
 			o := o.(*v1alpha1.BudgetGroup)
 			o.Status.Keys = res.Keys
-			p.update(o, orig, &o.Status.CommonStatus, &orig.Status, &o.Status)
+			p.update(o, orig, &o.Status.CommonStatus, &orig.Status, &o.Status, nil)
 		}
 	}
 	if p.events.suppressed != nil {
@@ -133,10 +140,14 @@ func (p *statusPass) wants(obj client.Object, kind, id string, res Result, extra
 }
 
 // update sets o's common conditions (its kind's own fields are set by the
-// caller) and patches its status when it changed from orig's: before and
-// after are the two statuses.
-func (p *statusPass) update(o, orig client.Object, common *v1alpha1.CommonStatus, before, after any) {
+// caller, and then its own conditions by more, when not nil) and patches
+// its status when it changed from orig's: before and after are the two
+// statuses.
+func (p *statusPass) update(o, orig client.Object, common *v1alpha1.CommonStatus, before, after any, more func()) {
 	p.r.setCommon(o, p.ref, common, p.conds, p.round, &p.events)
+	if more != nil {
+		more()
+	}
 	handed, err := p.r.patchStatus(p.ctx, o, orig, before, after)
 	p.errs = append(p.errs, err)
 	if handed || err != nil {
@@ -279,6 +290,11 @@ func (r *Reconciler) forgetConditions(seen map[objectRef]bool) {
 	for ref := range r.verified {
 		if !seen[ref] {
 			delete(r.verified, ref)
+		}
+	}
+	for ref := range r.keyStates {
+		if !seen[ref] {
+			delete(r.keyStates, ref)
 		}
 	}
 }

@@ -21,18 +21,25 @@ import (
 
 // Main runs `llmgw keys <subcommand>`.
 func Main(ctx context.Context, args []string) error {
-	return run(ctx, args, os.Stdout, os.Stderr)
+	return runIO(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 }
 
 const usageText = `Usage: llmgw keys <subcommand> [flags]
 
 Subcommands:
   create   create a gateway key: prints the plaintext once, stores only its hash
+  rotate   replace a key with a new one (printed once); the old one keeps working
+           for a grace period, then is refused as rotated
 
-Run 'llmgw keys create --help' for its flags.
+Run 'llmgw keys <subcommand> --help' for its flags.
 `
 
-func run(_ context.Context, args []string, stdout, stderr io.Writer) error {
+// run is runIO without a standard input (nothing to read on it).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runIO(ctx, args, strings.NewReader(""), stdout, stderr)
+}
+
+func runIO(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usageText)
 		return errors.New("missing subcommand")
@@ -40,6 +47,8 @@ func run(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "create":
 		return runCreate(args[1:], stdout, stderr)
+	case "rotate":
+		return runRotate(args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stderr, usageText)
 		return flag.ErrHelp

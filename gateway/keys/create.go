@@ -48,7 +48,7 @@ func Create(opts CreateOptions) (plaintext string, entry snapshot.Key, err error
 	if opts.ExpiresAt != nil && !opts.ExpiresAt.After(time.Now()) {
 		return "", snapshot.Key{}, fmt.Errorf("key %q: expiry %s is not in the future", opts.ID, opts.ExpiresAt.Format(time.RFC3339))
 	}
-	plaintext, prefix, hash, err := keyformat.Generate()
+	plaintext, prefix, hash, err := generate()
 	if err != nil {
 		return "", snapshot.Key{}, err
 	}
@@ -74,6 +74,9 @@ func Create(opts CreateOptions) (plaintext string, entry snapshot.Key, err error
 	}
 	return plaintext, entry, nil
 }
+
+// generate makes every new key, created or rotated.
+func generate() (plaintext, prefix, hash string, err error) { return keyformat.Generate() }
 
 // What a name checked by validObjectName also is; its errors say so.
 const (

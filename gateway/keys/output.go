@@ -67,6 +67,9 @@ func GatewayKey(entry snapshot.Key, namespace string) (*v1alpha1.GatewayKey, err
 		t := metav1.NewTime(*entry.ExpiresAt)
 		gk.Spec.ExpiresAt = &t
 	}
+	if p := entry.Previous; p != nil {
+		gk.Spec.Previous = &v1alpha1.PreviousKey{KeyHash: p.Hash, KeyPrefix: p.Prefix, AcceptedUntil: metav1.NewTime(p.Until)}
+	}
 	return gk, nil
 }
 
@@ -77,6 +80,11 @@ func GatewayKeyYAML(entry snapshot.Key, namespace string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return gatewayKeyYAML(gk, "# Created by `llmgw keys create`: only the key's hash is here; the plaintext was shown once.\n")
+}
+
+// gatewayKeyYAML renders gk after header, without its status.
+func gatewayKeyYAML(gk *v1alpha1.GatewayKey, header string) ([]byte, error) {
 	// Through JSON, exactly as a typed client would send it, then without the
 	// status: the struct always serializes (as "status: {}"), and status is the
 	// controller's to write.
@@ -95,7 +103,6 @@ func GatewayKeyYAML(entry snapshot.Key, namespace string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	header := "# Created by `llmgw keys create`: only the key's hash is here; the plaintext was shown once.\n"
 	return append([]byte(header), body...), nil
 }
 

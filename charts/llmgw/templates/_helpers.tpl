@@ -136,3 +136,32 @@ the flag. */}}
 {{- end -}}
 {{- toYaml $list -}}
 {{- end }}
+
+{{/* controller.ownerLabels as a YAML list, each once, each checked as the
+controller checks --owner-labels (a Kubernetes label key: [prefix/]name, name
+at most 63 characters of [A-Za-z0-9-_.] starting and ending with a letter or
+digit, prefix a DNS subdomain), at most 16: a bad one fails the render rather
+than the controller's start. */}}
+{{- define "llmgw.ownerLabels" -}}
+{{- $list := list -}}
+{{- range $l := .Values.controller.ownerLabels | default list -}}
+{{- $l = toString $l -}}
+{{- $name := $l -}}
+{{- $prefix := "" -}}
+{{- if contains "/" $l -}}
+{{- $prefix = regexReplaceAll "/.*$" $l "" -}}
+{{- $name = regexReplaceAll "^[^/]*/" $l "" -}}
+{{- end -}}
+{{- $badPrefix := and (contains "/" $l) (or (gt (len $prefix) 253) (not (regexMatch "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$" $prefix))) -}}
+{{- if or $badPrefix (gt (len $name) 63) (not (regexMatch "^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$" $name)) -}}
+{{- fail (printf "controller.ownerLabels: %q is not a Kubernetes label key ([prefix/]name: name at most 63 characters of letters, digits, '-', '_' and '.', starting and ending with a letter or digit; prefix a DNS subdomain)" $l) -}}
+{{- end -}}
+{{- if not (has $l $list) -}}
+{{- $list = append $list $l -}}
+{{- end -}}
+{{- end -}}
+{{- if gt (len $list) 16 -}}
+{{- fail (printf "controller.ownerLabels: %d label keys, at most 16 (a usage record carries at most 16 owner labels)" (len $list)) -}}
+{{- end -}}
+{{- toYaml $list -}}
+{{- end }}
