@@ -18,6 +18,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -213,6 +214,43 @@ var _ = Describe("llmgw on envtest", Ordered, func() {
 			return &specs.EndpointsTarget{AgentsTarget: specs.AgentsTarget{Gateway: base, MockAlpha: target.MockAlpha, MockBeta: target.MockBeta,
 				Key: keyAll.plaintext, AlphaAlias: "chat-alpha", BetaAlias: "chat-beta", EmbedAlias: "embed-alpha", Marker: marker},
 				BudgetKey: keyBudget.plaintext}
+		})
+	})
+
+	Describe("key rotation", Ordered, func() {
+		specs.Rotation(func() *specs.RotationTarget {
+			return &specs.RotationTarget{Gateway: base, Alias: "chat-alpha", Marker: marker, KeyID: "e2e-rotated",
+				CreateKey: func(ctx context.Context, id string) string {
+					k := newKey(id, []string{"*"}, 100000, 10000)
+					create(ctx, k.obj)
+					return k.plaintext
+				},
+				// What `llmgw keys rotate --from` writes, through the API.
+				RotateKey: func(ctx context.Context, id string, grace time.Duration) string {
+					plain, prefix, hash, err := keyformat.Generate()
+					Expect(err).NotTo(HaveOccurred())
+					var gk v1alpha1.GatewayKey
+					Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: id}, &gk)).To(Succeed())
+					gk.Spec.Previous = &v1alpha1.PreviousKey{KeyHash: gk.Spec.KeyHash, KeyPrefix: gk.Spec.KeyPrefix,
+						AcceptedUntil: metav1.NewTime(time.Now().Add(grace))}
+					gk.Spec.KeyHash, gk.Spec.KeyPrefix = hash, prefix
+					Expect(c.Update(ctx, &gk)).To(Succeed())
+					return plain
+				},
+				RotationShown: func(ctx context.Context, id string) (bool, []string) {
+					var gk v1alpha1.GatewayKey
+					Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: id}, &gk)).To(Succeed())
+					var evs eventsv1.EventList
+					Expect(c.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
+					var reasons []string
+					for _, e := range evs.Items {
+						if e.Regarding.Kind == "GatewayKey" && e.Regarding.Name == id {
+							reasons = append(reasons, e.Reason)
+						}
+					}
+					return gk.Status.Rotation != nil && gk.Status.Rotation.InGrace, reasons
+				},
+			}
 		})
 	})
 

@@ -118,3 +118,70 @@ func waitReadyIn(ctx context.Context, k kube, namespace string, timeout time.Dur
 	_, err := k.run(ctx, nil, args...)
 	Expect(err).NotTo(HaveOccurred())
 }
+
+// rotateKey runs, as a user would,
+//
+//	kubectl get gatewaykey ID -o yaml | llmgw keys rotate --id ID --grace G --from - --entry-out - --key-out FILE | kubectl apply -f -
+//
+// (real pipes between the three processes) and reads the new plaintext
+// from FILE.
+func rotateKey(ctx context.Context, k kube, llmgw, dir, id string, grace time.Duration) string {
+	GinkgoHelper()
+	keyFile := filepath.Join(dir, id+".rotated.key")
+	get := k.cmd(ctx, "-n", ns, "get", "gatewaykey", id, "-o", "yaml")
+	rot := exec.CommandContext(ctx, llmgw, "keys", "rotate", "--id", id, "--grace", grace.String(),
+		"--from", "-", "--entry-out", "-", "--key-out", keyFile)
+	apply := k.cmd(ctx, "apply", "-f", "-")
+	getOut, err := get.StdoutPipe()
+	Expect(err).NotTo(HaveOccurred())
+	rot.Stdin = getOut
+	rotOut, err := rot.StdoutPipe()
+	Expect(err).NotTo(HaveOccurred())
+	apply.Stdin = rotOut
+	var getErr, rotErr, applyOut, applyErr bytes.Buffer
+	get.Stderr, rot.Stderr, apply.Stdout, apply.Stderr = &getErr, &rotErr, &applyOut, &applyErr
+	Expect(apply.Start()).To(Succeed())
+	Expect(rot.Start()).To(Succeed())
+	Expect(get.Run()).To(Succeed(), "kubectl get gatewaykey %s: %s", id, getErr.String())
+	Expect(rot.Wait()).To(Succeed(), "llmgw keys rotate --id %s: %s", id, rotErr.String())
+	Expect(apply.Wait()).To(Succeed(), "kubectl apply -f - of the rotated GatewayKey %s: %s", id, applyErr.String())
+	Expect(applyOut.String()).To(ContainSubstring("gatewaykey.llmgw.dev/" + id + " configured"))
+	Expect(keyformat.LooksLikeKey(rotErr.String()+applyOut.String()+applyErr.String())).To(BeFalse(), "a plaintext key was printed")
+	raw, err := os.ReadFile(keyFile)
+	Expect(err).NotTo(HaveOccurred())
+	plain := strings.TrimSpace(string(raw))
+	Expect(keyformat.LooksLikeKey(plain)).To(BeTrue(), "--key-out %s does not hold a key", keyFile)
+	GinkgoWriter.Printf("key %s rotated (grace %s): %s\n", id, grace, strings.TrimSpace(rotErr.String()))
+	return plain
+}
+
+// rotationShown is what kubectl shows of a key's rotation: whether
+// `kubectl get gk` says it is in its grace window (its ROTATION and
+// GRACEENDS columns), and the reasons of the Events about it.
+func rotationShown(ctx context.Context, k kube, id string) (inGrace bool, reasons []string) {
+	GinkgoHelper()
+	table, err := k.run(ctx, nil, "-n", ns, "get", "gatewaykey", id)
+	Expect(err).NotTo(HaveOccurred())
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	Expect(lines).To(HaveLen(2), "kubectl get gk %s:\n%s", id, table)
+	// Columns are aligned: a value starts where its header does (an empty
+	// column would shift a split by fields).
+	header, row := lines[0], lines[1]
+	col := func(name string) string {
+		i := strings.Index(header, name)
+		Expect(i).To(BeNumerically(">=", 0), "kubectl get gk has no %s column:\n%s", name, table)
+		if i >= len(row) {
+			return ""
+		}
+		f := strings.Fields(row[i:])
+		if len(f) == 0 || strings.HasPrefix(row[i:], " ") {
+			return ""
+		}
+		return f[0]
+	}
+	Expect(col("GRACEENDS")).To(MatchRegexp(`^\d{4}-\d\d-\d\dT`), "kubectl get gk %s:\n%s", id, table)
+	out, err := k.run(ctx, nil, "-n", ns, "get", "events", "--field-selector", "involvedObject.name="+id,
+		"-o", "jsonpath={.items[*].reason}")
+	Expect(err).NotTo(HaveOccurred())
+	return col("ROTATION") == "true", strings.Fields(out)
+}

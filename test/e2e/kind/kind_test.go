@@ -162,6 +162,24 @@ var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 		})
 	})
 
+	Describe("key rotation with llmgw keys rotate and kubectl, through the Service and each gateway pod", func() {
+		specs.Rotation(func() *specs.RotationTarget {
+			id := "e2e-rotated-" + run
+			cleanup = append(cleanup, "gatewaykey/"+id)
+			return &specs.RotationTarget{Gateway: fwGW.URL(), Replicas: replicas(), Alias: "chat-alpha", Marker: marker, KeyID: id,
+				CreateKey: func(ctx context.Context, id string) string {
+					return createKey(ctx, k, llmgw, tmp, id, "*", 100000, 10000).plaintext
+				},
+				RotateKey: func(ctx context.Context, id string, grace time.Duration) string {
+					return rotateKey(ctx, k, llmgw, tmp, id, grace)
+				},
+				RotationShown: func(ctx context.Context, id string) (bool, []string) {
+					return rotationShown(ctx, k, id)
+				},
+			}
+		})
+	})
+
 	Describe("kubectl", func() {
 		It("rejects at apply a GatewayKey whose keyHash is a plaintext key, with a clear message that does not echo the key", func(ctx SpecContext) {
 			plain, prefix, _, err := keyformat.Generate()

@@ -22,18 +22,21 @@ type Attempt struct {
 
 // Record is a usage record as GET /v1/usage shows it.
 type Record struct {
-	RequestID    string    `json:"request_id"`
-	KeyID        string    `json:"key_id"`
-	Model        string    `json:"model"`
-	Provider     string    `json:"provider"`
-	Status       string    `json:"status"`
-	HTTPStatus   int       `json:"http_status"`
-	ErrorType    string    `json:"error_type"`
-	Fallbacks    int       `json:"fallbacks"`
-	Attempts     []Attempt `json:"attempts"`
-	Stream       bool      `json:"stream"`
-	InputTokens  int       `json:"input_tokens"`
-	OutputTokens int       `json:"output_tokens"`
+	RequestID string `json:"request_id"`
+	KeyID     string `json:"key_id"`
+	// KeyFingerprint is of the key the request was made with (a rotated
+	// key's previous key has its own).
+	KeyFingerprint string    `json:"key_fingerprint"`
+	Model          string    `json:"model"`
+	Provider       string    `json:"provider"`
+	Status         string    `json:"status"`
+	HTTPStatus     int       `json:"http_status"`
+	ErrorType      string    `json:"error_type"`
+	Fallbacks      int       `json:"fallbacks"`
+	Attempts       []Attempt `json:"attempts"`
+	Stream         bool      `json:"stream"`
+	InputTokens    int       `json:"input_tokens"`
+	OutputTokens   int       `json:"output_tokens"`
 	// Endpoint is the API the request came in on: chat, embeddings,
 	// messages or responses. Session is the caller's agent session (the
 	// X-Claude-Code-Session-Id or Session-Id it sent), "" without one.
