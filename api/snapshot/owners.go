@@ -26,11 +26,12 @@ var (
 // ValidOwnerLabel says whether name is a Kubernetes label key
 // ([prefix/]name, name at most 63 characters, prefix a DNS subdomain).
 func ValidOwnerLabel(name string) bool {
-	pfx, n, ok := strings.Cut(name, "/")
-	if !ok {
-		pfx, n = "", name
-	} else if pfx == "" || len(pfx) > 253 || !ownerPfx.MatchString(pfx) {
-		return false
+	n := name
+	if pfx, rest, ok := strings.Cut(name, "/"); ok {
+		if pfx == "" || len(pfx) > 253 || !ownerPfx.MatchString(pfx) {
+			return false
+		}
+		n = rest
 	}
 	return len(n) <= 63 && ownerName.MatchString(n)
 }

@@ -1,8 +1,6 @@
 package server_test
 
 import (
-	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -14,23 +12,6 @@ import (
 	"github.com/llmgw/llmgw/gateway/quota"
 	"github.com/llmgw/llmgw/test/testutil"
 )
-
-// post sends a chat request (stream or not) and returns the answer's
-// status and headers.
-func (r *replica) post(t *testing.T, key string, stream bool) (int, http.Header) {
-	t.Helper()
-	body := fmt.Sprintf(`{"model":"chat","max_tokens":10,"stream":%v,"messages":[{"role":"user","content":"hi"}]}`, stream)
-	req, _ := http.NewRequest(http.MethodPost, r.url+"/v1/chat/completions", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, resp.Header
-}
 
 // Every answer to an authenticated request says where the key's limits
 // stand after it, per header, with the memory store and with a real
@@ -82,7 +63,7 @@ func TestLimitHeaders(t *testing.T) {
 				{second, false, http.StatusTooManyRequests, "0", "", units(0)}, // the budget is spent
 			}
 			for i, w := range want {
-				status, h := w.via.post(t, keys.a.plain, w.stream)
+				status, h, _ := w.via.post(t, keys.a.plain, "chat", w.stream)
 				if status != w.status {
 					t.Fatalf("request %d: status %d, want %d", i, status, w.status)
 				}

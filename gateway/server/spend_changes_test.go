@@ -136,11 +136,11 @@ func startReplica(t *testing.T, dbPath string, store quota.Store, snap *snapshot
 	return r
 }
 
-// chatAs sends one chat request to alias with key; the answer's status and
-// error code.
-func (r *replica) chatAs(t *testing.T, key, alias string) (int, string) {
+// post sends one chat request (streamed or not) to alias with key; the
+// answer's status, headers and body.
+func (r *replica) post(t *testing.T, key, alias string, stream bool) (int, http.Header, []byte) {
 	t.Helper()
-	body := fmt.Sprintf(`{"model":%q,"max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`, alias)
+	body := fmt.Sprintf(`{"model":%q,"max_tokens":10,"stream":%v,"messages":[{"role":"user","content":"hi"}]}`, alias, stream)
 	req, _ := http.NewRequest(http.MethodPost, r.url+"/v1/chat/completions", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
@@ -149,13 +149,24 @@ func (r *replica) chatAs(t *testing.T, key, alias string) (int, string) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode == http.StatusOK {
-		return resp.StatusCode, ""
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
+
+// chatAs sends one chat request to alias with key; the answer's status and
+// error code.
+func (r *replica) chatAs(t *testing.T, key, alias string) (int, string) {
+	t.Helper()
+	status, _, b := r.post(t, key, alias, false)
+	if status == http.StatusOK {
+		return status, ""
 	}
 	var e errorBody
 	_ = json.Unmarshal(b, &e)
-	return resp.StatusCode, e.Error.Code
+	return status, e.Error.Code
 }
 
 // admitted sends requests with key until one is refused (at most limit)

@@ -1,10 +1,8 @@
 package usage
 
 import (
-	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -51,31 +49,7 @@ func TestFilterValidation(t *testing.T) {
 // backfill), listed unfiltered and left out by an endpoint filter, and new
 // rows stored and filtered by both.
 func TestMigrateV3LedgerGetsEndpointAndSession(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "usage.db")
-	db := rawLedgerDB(t, path, 3)
-	var old []string
-	for range 4 {
-		old = append(old, insertOldRow(ctxT(t), t, db, "key-a", "USD"))
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	l := openAt(t, path, Options{})
-	if vs := schemaVersions(t, path); !slices.Equal(vs, []int{1, 2, 3, 4, 5}) {
-		t.Fatalf("schema versions %v, want [1 2 3 4 5]", vs)
-	}
-	for _, col := range []string{"endpoint", "session"} {
-		var notNull int
-		var def sql.NullString
-		if err := l.r.QueryRowContext(ctxT(t), `SELECT "notnull", dflt_value FROM pragma_table_info('usage_records') WHERE name = ?`, col).
-			Scan(&notNull, &def); err != nil {
-			t.Fatalf("column %s: %v", col, err)
-		}
-		if notNull != 1 || def.String != "''" {
-			t.Fatalf("column %s: notnull %d default %v, want NOT NULL DEFAULT ''", col, notNull, def)
-		}
-	}
+	l, old := openMigrated(t, 3, 4, "endpoint", "session")
 	var idx string
 	if err := l.r.QueryRowContext(ctxT(t), `SELECT sql FROM sqlite_master WHERE name = 'usage_records_key_session'`).Scan(&idx); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"errors"
 	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -99,4 +101,37 @@ func TestOpenRejectsMemory(t *testing.T) {
 	if _, err := Open(ctxT(t), ":memory:", Options{}); err == nil {
 		t.Fatal("Open(:memory:) succeeded; the ledger needs a file")
 	}
+}
+
+// openMigrated writes n rows as a binary of schema version from would,
+// opens the file with this one, and checks that it went through every
+// version and that each of cols is NOT NULL DEFAULT ''; the ledger and the
+// old rows' ids.
+func openMigrated(t *testing.T, from, n int, cols ...string) (*Ledger, []string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "usage.db")
+	db := rawLedgerDB(t, path, from)
+	var old []string
+	for range n {
+		old = append(old, insertOldRow(ctxT(t), t, db, "key-a", "USD"))
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l := openAt(t, path, Options{})
+	if vs := schemaVersions(t, path); !slices.Equal(vs, []int{1, 2, 3, 4, 5}) {
+		t.Fatalf("schema versions %v, want [1 2 3 4 5]", vs)
+	}
+	for _, col := range cols {
+		var notNull int
+		var def sql.NullString
+		if err := l.r.QueryRowContext(ctxT(t), `SELECT "notnull", dflt_value FROM pragma_table_info('usage_records') WHERE name = ?`, col).
+			Scan(&notNull, &def); err != nil {
+			t.Fatalf("column %s: %v", col, err)
+		}
+		if notNull != 1 || def.String != "''" {
+			t.Fatalf("column %s: notnull %d default %v, want NOT NULL DEFAULT ''", col, notNull, def)
+		}
+	}
+	return l, old
 }

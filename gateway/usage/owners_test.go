@@ -1,10 +1,8 @@
 package usage
 
 import (
-	"database/sql"
 	"errors"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -161,31 +159,7 @@ func TestJournalReplaysGroupAndOwners(t *testing.T) {
 // DEFAULT ”; its rows read with no group and no owners, count for no
 // group, and are the "" group of an owner breakdown; new rows store both.
 func TestMigrateV4LedgerGetsGroupAndOwners(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "usage.db")
-	db := rawLedgerDB(t, path, 4)
-	var old []string
-	for range 3 {
-		old = append(old, insertOldRow(ctxT(t), t, db, "key-a", "USD"))
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	l := openAt(t, path, Options{})
-	if vs := schemaVersions(t, path); !slices.Equal(vs, []int{1, 2, 3, 4, 5}) {
-		t.Fatalf("schema versions %v, want [1 2 3 4 5]", vs)
-	}
-	for _, col := range []string{"key_group", "owners"} {
-		var notNull int
-		var def sql.NullString
-		if err := l.r.QueryRowContext(ctxT(t), `SELECT "notnull", dflt_value FROM pragma_table_info('usage_records') WHERE name = ?`, col).
-			Scan(&notNull, &def); err != nil {
-			t.Fatalf("column %s: %v", col, err)
-		}
-		if notNull != 1 || def.String != "''" {
-			t.Fatalf("column %s: notnull %d default %v, want NOT NULL DEFAULT ''", col, notNull, def)
-		}
-	}
+	l, old := openMigrated(t, 4, 3, "key_group", "owners")
 	for _, id := range old {
 		r, err := l.Get(ctxT(t), id)
 		if err != nil {
