@@ -105,7 +105,7 @@ func TestOpenRejectsMemory(t *testing.T) {
 
 // openMigrated writes n rows as a binary of schema version from would,
 // opens the file with this one, and checks that it went through every
-// version and that each of cols is NOT NULL DEFAULT ”; the ledger and the
+// version and that each of cols is NOT NULL with an empty default; the ledger and the
 // old rows' ids.
 func openMigrated(t *testing.T, from, n int, cols ...string) (*Ledger, []string) {
 	t.Helper()
