@@ -155,8 +155,8 @@ func TestJournalReplaysGroupAndOwners(t *testing.T) {
 }
 
 // TestMigrateV4LedgerGetsGroupAndOwners: a ledger written by a binary that
-// knew schema version 4 opens at version 5 with both columns NOT NULL
-// DEFAULT ”; its rows read with no group and no owners, count for no
+// knew schema version 4 opens at version 5 with both columns NOT NULL and
+// empty by default; its rows read with no group and no owners, count for no
 // group, and are the "" group of an owner breakdown; new rows store both.
 func TestMigrateV4LedgerGetsGroupAndOwners(t *testing.T) {
 	l, old := openMigrated(t, 4, 3, "key_group", "owners")
