@@ -37,6 +37,12 @@ const reservationGrace = time.Minute
 // quotaHold is a reservation taken for one request, settled at finalize.
 type quotaHold struct {
 	plan quota.Plan
+	// countOnly: the plan holds only spend tallies (a priced request of a
+	// key without token limits or budgets). Nothing can refuse it, so
+	// nothing was reserved: its real cost is added when it ends, in one
+	// store call, and the request reaches its provider without waiting for
+	// the store.
+	countOnly bool
 }
 
 // errQuotaStore is the answer when the quota store refuses to answer (a
@@ -86,6 +92,9 @@ func (x *exchange) admit(key *snapshot.Key) *apiError {
 			message: "the gateway could not check this key's limits"}
 	case plan.Empty():
 		return nil
+	case countOnly(&plan):
+		x.hold = &quotaHold{plan: plan, countOnly: true}
+		return nil
 	}
 	ctx, cancel := x.detached(quotaStoreTimeout)
 	defer cancel()
@@ -129,10 +138,44 @@ func (x *exchange) settleQuota() {
 	tokens := int64(x.rec.InputTokens) + int64(x.rec.OutputTokens)
 	ctx, cancel := x.detached(quotaStoreTimeout)
 	defer cancel()
+	if h.countOnly {
+		x.countSpend(ctx, h.plan.Limits, h.plan.Actual(tokens, x.rec.Cost))
+		return
+	}
 	if err := x.s.quota.Settle(ctx, x.rec.RequestID, h.plan.Actual(tokens, x.rec.Cost), x.s.now()); err != nil {
 		// The reservation stays taken until its ttl: the key is limited
 		// more than it should be for a while, never less.
 		x.s.log.Error("quota store: settlement failed", "request_id", x.rec.RequestID, "key_id", x.rec.KeyID, "err", err)
+	}
+}
+
+// countOnly says that no limit of plan can refuse: its limits are all
+// spend tallies.
+func countOnly(plan *quota.Plan) bool {
+	for _, l := range plan.Limits {
+		if l.Kind != quota.Tally {
+			return false
+		}
+	}
+	return true
+}
+
+// countSpend adds a finished request's real cost to its spend tallies, for
+// good (a Reserve without an id), in one store call.
+func (x *exchange) countSpend(ctx context.Context, tallies []quota.Limit, actual []int64) {
+	if len(actual) == 0 || x.rec.Cost <= 0 {
+		return
+	}
+	limits := make([]quota.Limit, len(tallies))
+	for i, l := range tallies {
+		l.Amount = actual[i]
+		limits[i] = l
+	}
+	if _, err := x.s.quota.Reserve(ctx, "", limits, 0, x.s.now()); err != nil {
+		// The spend is in the ledger; a budget added later this period
+		// starts without it on this store until the next restart re-seeds
+		// it (memory) — limited less than it should be, never refused wrongly.
+		x.s.log.Error("quota store: spend not counted", "request_id", x.rec.RequestID, "key_id", x.rec.KeyID, "err", err)
 	}
 }
 
