@@ -268,10 +268,13 @@ func errPartShape(j int) error {
 	return &errShape{at: "[" + strconv.Itoa(j) + "]", msg: "must be an object with a type"}
 }
 
-// UnmarshalJSONFrom reads one message.
-func (m *messageText) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+// readObject reads the object at dec (notObject when there is none),
+// calling member with each member's name and the kind of its value while dec
+// is at the value: member reads the value and returns true, or returns false
+// and the value is skipped.
+func readObject(dec *jsontext.Decoder, notObject error, member func(name string, kind jsontext.Kind) (bool, error)) error {
 	if dec.PeekKind() != '{' {
-		return errMessageShape
+		return notObject
 	}
 	if _, err := dec.ReadToken(); err != nil {
 		return err
@@ -281,18 +284,28 @@ func (m *messageText) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 		if err != nil {
 			return err
 		}
-		if tok.String() != "content" {
+		read, err := member(tok.String(), dec.PeekKind())
+		if err != nil {
+			return err
+		}
+		if !read {
 			if err := dec.SkipValue(); err != nil {
 				return err
 			}
-			continue
-		}
-		if err := m.readContent(dec); err != nil {
-			return err
 		}
 	}
 	_, err := dec.ReadToken()
 	return err
+}
+
+// UnmarshalJSONFrom reads one message: the text and images of its content.
+func (m *messageText) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return readObject(dec, errMessageShape, func(name string, _ jsontext.Kind) (bool, error) {
+		if name != "content" {
+			return false, nil
+		}
+		return true, m.readContent(dec)
+	})
 }
 
 func (m *messageText) readContent(dec *jsontext.Decoder) error {
@@ -334,43 +347,36 @@ func (m *messageText) readContent(dec *jsontext.Decoder) error {
 // tool_result block), skipping the rest.
 func readPart(dec *jsontext.Decoder, j int) (typ string, part messageText, err error) {
 	if dec.PeekKind() != '{' {
-		return "", part, errPartShape(j)
+		return "", part, errPartShape(j) // built only when needed
 	}
-	if _, err := dec.ReadToken(); err != nil {
-		return "", part, err
-	}
-	for dec.PeekKind() == '"' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return "", part, err
-		}
-		name, kind := tok.String(), dec.PeekKind()
+	err = readObject(dec, nil, func(name string, kind jsontext.Kind) (bool, error) {
 		switch {
 		case (name == "type" || name == "text") && kind == '"':
 			v, err := dec.ReadToken()
-			if err != nil {
-				return "", part, err
-			}
 			if name == "type" {
 				typ = v.String()
 			} else {
 				part.text += v.String()
 			}
+			return true, err
 		case name == "content" && (kind == '"' || kind == '['):
-			var inner messageText
-			if err := inner.readContent(dec); err != nil {
-				return "", part, err
-			}
-			part.text += inner.text
-			part.images += inner.images
-		default:
-			if err := dec.SkipValue(); err != nil {
-				return "", part, err
-			}
+			return true, part.addContent(dec)
 		}
-	}
-	_, err = dec.ReadToken()
+		return false, nil
+	})
 	return typ, part, err
+}
+
+// addContent reads a content value (a string or an array of parts) at dec
+// and adds its text and images to m's.
+func (m *messageText) addContent(dec *jsontext.Decoder) error {
+	var inner messageText
+	if err := inner.readContent(dec); err != nil {
+		return err
+	}
+	m.text += inner.text
+	m.images += inner.images
+	return nil
 }
 
 // decodeError turns the decoder's errors into stable codes without echoing

@@ -156,31 +156,10 @@ func (in *responsesInput) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 // readItem reads one input item: the text of its content, arguments,
 // input or output (whichever it has), skipping the rest.
 func (m *messageText) readItem(dec *jsontext.Decoder) error {
-	if dec.PeekKind() != '{' {
-		return errInputItemShape
-	}
-	if _, err := dec.ReadToken(); err != nil {
-		return err
-	}
-	for dec.PeekKind() == '"' {
-		tok, err := dec.ReadToken()
-		if err != nil {
-			return err
+	return readObject(dec, errInputItemShape, func(name string, kind jsontext.Kind) (bool, error) {
+		if (name == "content" || name == "output" || name == "arguments" || name == "input") && (kind == '"' || kind == '[') {
+			return true, m.addContent(dec)
 		}
-		switch name, kind := tok.String(), dec.PeekKind(); {
-		case (name == "content" || name == "output" || name == "arguments" || name == "input") && (kind == '"' || kind == '['):
-			var part messageText
-			if err := part.readContent(dec); err != nil {
-				return err
-			}
-			m.text += part.text
-			m.images += part.images
-		default:
-			if err := dec.SkipValue(); err != nil {
-				return err
-			}
-		}
-	}
-	_, err := dec.ReadToken()
-	return err
+		return false, nil
+	})
 }
