@@ -11,19 +11,18 @@ import (
 	"github.com/llmgw/llmgw/api/wire/openai"
 )
 
-// aoAnswerIn is a 2xx chat-completions answer: a chat.completion, or an
+// chatAnswerIn is a 2xx chat-completions answer: a chat.completion, or an
 // error object some servers send with status 200.
-type aoAnswerIn struct {
+type chatAnswerIn struct {
 	Choices []openai.Choice `json:"choices"`
 	Usage   *openai.Usage   `json:"usage"`
 	Error   jsontext.Value  `json:"error"`
 }
 
-// Answer is the Messages answer for a chat.completion: the first choice's
-// content and refusal as text blocks (the protocol has no refusal block;
-// its stop_reason says it), its tool calls as tool_use blocks.
-func (anthropicToOpenAI) Answer(raw []byte, m *Meta) (*Answer, error) {
-	var r aoAnswerIn
+// readChatAnswer reads a chat.completion with at least one choice, or the
+// Failure of an error sent with a 2xx status, or malformed.
+func readChatAnswer(raw []byte) (*chatAnswerIn, error) {
+	var r chatAnswerIn
 	if err := json.Unmarshal(raw, &r, lenient); err != nil {
 		return nil, malformed("malformed answer JSON")
 	}
@@ -32,6 +31,17 @@ func (anthropicToOpenAI) Answer(raw []byte, m *Meta) (*Answer, error) {
 	}
 	if len(r.Choices) == 0 {
 		return nil, malformed("response has no choices")
+	}
+	return &r, nil
+}
+
+// Answer is the Messages answer for a chat.completion: the first choice's
+// content and refusal as text blocks (the protocol has no refusal block;
+// its stop_reason says it), its tool calls as tool_use blocks.
+func (anthropicToOpenAI) Answer(raw []byte, m *Meta) (*Answer, error) {
+	r, err := readChatAnswer(raw)
+	if err != nil {
+		return nil, err
 	}
 	c := &r.Choices[0]
 	var said strings.Builder

@@ -49,7 +49,7 @@ type aoStream struct {
 
 	// in is each chunk, decoded again (zeroed first: Unmarshal leaves the
 	// members a chunk omits untouched); the events are written from these.
-	in    aoChunkIn
+	in    chatChunkIn
 	block anthropic.ContentBlockStart
 	delta anthropic.ContentBlockDelta
 	stop  anthropic.ContentBlockStop
@@ -60,11 +60,27 @@ type aoCall struct {
 	id    string
 }
 
-// aoChunkIn is what the stream reads of a chunk.
-type aoChunkIn struct {
+// chatChunkIn is what a translated stream reads of a chat-completions
+// chunk.
+type chatChunkIn struct {
 	Choices []openai.ChunkChoice `json:"choices"`
 	Usage   openai.ChunkUsage    `json:"usage"`
 	Error   jsontext.Value       `json:"error"`
+}
+
+// read decodes one chunk into in, reusing its choices (zeroed first:
+// Unmarshal leaves the members a chunk omits untouched); an error object in
+// the chunk is the provider's Failure.
+func (in *chatChunkIn) read(data []byte) error {
+	clear(in.Choices[:cap(in.Choices)])
+	*in = chatChunkIn{Choices: in.Choices[:0]}
+	if err := json.Unmarshal(data, in, lenient); err != nil {
+		return malformed("malformed stream chunk JSON")
+	}
+	if len(in.Error) > 0 && in.Error.Kind() != 'n' {
+		return upstreamError(in.Error)
+	}
+	return nil
 }
 
 func newAOStream(m *Meta) *aoStream { return &aoStream{meta: m} }
@@ -75,13 +91,8 @@ func (s *aoStream) Event(_, data []byte, out []Chunk) ([]Chunk, bool, error) {
 	}
 	s.buf = s.buf[:0]
 	in := &s.in
-	clear(in.Choices[:cap(in.Choices)])
-	*in = aoChunkIn{Choices: in.Choices[:0]}
-	if err := json.Unmarshal(data, in, lenient); err != nil {
-		return out, false, malformed("malformed stream chunk JSON")
-	}
-	if len(in.Error) > 0 && in.Error.Kind() != 'n' {
-		return out, false, upstreamError(in.Error)
+	if err := in.read(data); err != nil {
+		return out, false, err
 	}
 	out = s.start(out)
 	for i := range in.Choices {

@@ -53,6 +53,30 @@ func antInput(u *anthropic.Usage) (in, cached int, ok bool) {
 	return in, cached, true
 }
 
+// antCounts are the prompt's counts an Anthropic stream reports in
+// message_start (and may repeat in message_delta), kept until its final
+// output count arrives.
+type antCounts struct {
+	input, cached int
+	known         bool
+}
+
+// note keeps u's prompt counts, when it has them.
+func (c *antCounts) note(u *anthropic.Usage) {
+	if in, cached, ok := antInput(u); ok {
+		c.input, c.cached, c.known = in, cached, true
+	}
+}
+
+// final is the usage for the gateway when u carries the final output count
+// and the prompt's counts are known; nil otherwise.
+func (c *antCounts) final(u *anthropic.Usage) *Usage {
+	if u == nil || u.OutputTokens == nil || !c.known {
+		return nil
+	}
+	return &Usage{InputTokens: c.input, CachedInputTokens: c.cached, OutputTokens: *u.OutputTokens}
+}
+
 // antChatUsage is u in the chat-completions shape, with both details
 // objects as OpenAI writes them.
 func antChatUsage(u *Usage) *openai.Usage {

@@ -17,7 +17,9 @@ type antAnswerIn struct {
 	Error *anthropic.ErrorDetail `json:"error"`
 }
 
-func (antPair) Answer(raw []byte, m *Meta) (*Answer, error) {
+// readAntAnswer reads an Anthropic Messages answer: a message, or the
+// Failure of an error sent with a 2xx status, or malformed.
+func readAntAnswer(raw []byte) (*antAnswerIn, error) {
 	var r antAnswerIn
 	if err := json.Unmarshal(raw, &r, lenient); err != nil {
 		return nil, malformed("malformed answer JSON")
@@ -34,6 +36,14 @@ func (antPair) Answer(raw []byte, m *Meta) (*Answer, error) {
 	}
 	if r.Type != anthropic.TypeMessage && r.Content == nil {
 		return nil, malformed("answer is not a message")
+	}
+	return &r, nil
+}
+
+func (antPair) Answer(raw []byte, m *Meta) (*Answer, error) {
+	r, err := readAntAnswer(raw)
+	if err != nil {
+		return nil, err
 	}
 
 	// Text blocks are the content; tool_use blocks the tool calls.

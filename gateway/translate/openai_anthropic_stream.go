@@ -28,10 +28,8 @@ type antStream struct {
 
 	// calls maps a tool_use block's index to its tool call's index in the
 	// chunks (0, 1, 2... in the order the blocks open).
-	calls    map[int]int
-	input    int
-	cached   int
-	hasInput bool
+	calls  map[int]int
+	counts antCounts
 
 	// The events a stream repeats are decoded into these, zeroed first
 	// (Unmarshal leaves the members an event omits untouched).
@@ -71,9 +69,7 @@ func (s *antStream) Event(typ, data []byte, out []Chunk) ([]Chunk, bool, error) 
 		if err := json.Unmarshal(data, &e, lenient); err != nil {
 			return out, false, antMalformedEvent()
 		}
-		if in, cached, ok := antInput(e.Message.Usage); ok {
-			s.input, s.cached, s.hasInput = in, cached, true
-		}
+		s.counts.note(e.Message.Usage)
 		s.text = ""
 		s.choice[0] = openai.ChunkChoice{Delta: openai.Delta{Role: openai.RoleAssistant, Content: &s.text}}
 		return s.emit(out, Chunk{}), false, nil
@@ -198,13 +194,8 @@ func (s *antStream) messageDelta(data []byte, out []Chunk) ([]Chunk, bool, error
 	if err := json.Unmarshal(data, &e, lenient); err != nil {
 		return out, false, antMalformedEvent()
 	}
-	if in, cached, ok := antInput(e.Usage); ok {
-		s.input, s.cached, s.hasInput = in, cached, true
-	}
-	c := Chunk{}
-	if e.Usage != nil && e.Usage.OutputTokens != nil && s.hasInput {
-		c.Usage = &Usage{InputTokens: s.input, CachedInputTokens: s.cached, OutputTokens: *e.Usage.OutputTokens}
-	}
+	s.counts.note(e.Usage)
+	c := Chunk{Usage: s.counts.final(e.Usage)}
 	s.reason = antFinishReason(e.Delta.StopReason)
 	s.choice[0] = openai.ChunkChoice{FinishReason: &s.reason}
 	return s.emit(out, c), false, nil

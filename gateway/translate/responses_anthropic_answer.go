@@ -1,10 +1,6 @@
 package translate
 
-import (
-	"github.com/go-json-experiment/json"
-
-	"github.com/llmgw/llmgw/api/wire/anthropic"
-)
+import "github.com/llmgw/llmgw/api/wire/anthropic"
 
 // Answer is the response for a Messages answer: its text blocks as a
 // message item (a text block after a tool_use block opens another), its
@@ -12,22 +8,9 @@ import (
 // calls of custom tools). Thinking blocks, and the blocks of server tools,
 // are dropped: the request asked for neither.
 func (p *responsesToAnthropic) Answer(raw []byte, m *Meta) (*Answer, error) {
-	var r antAnswerIn
-	if err := json.Unmarshal(raw, &r, lenient); err != nil {
-		return nil, malformed("malformed answer JSON")
-	}
-	if r.Type == anthropic.TypeError || r.Error != nil {
-		var d anthropic.ErrorDetail
-		if r.Error != nil {
-			d = *r.Error
-		}
-		if d.Message == "" {
-			d.Message = "error in a 2xx answer"
-		}
-		return nil, &Failure{Type: d.Type, Message: d.Message}
-	}
-	if r.Type != anthropic.TypeMessage && r.Content == nil {
-		return nil, malformed("answer is not a message")
+	r, err := readAntAnswer(raw)
+	if err != nil {
+		return nil, err
 	}
 	w := newRSWriter(m, &p.echo, false)
 	for i := range r.Content {

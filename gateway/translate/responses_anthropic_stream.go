@@ -16,10 +16,8 @@ import (
 type rsAntStream struct {
 	w *rsWriter
 	// calls maps a tool_use block's index to its call's item.
-	calls    map[int]int
-	input    int
-	cached   int
-	hasInput bool
+	calls  map[int]int
+	counts antCounts
 
 	// The events a stream repeats are decoded into these, zeroed first
 	// (Unmarshal leaves the members an event omits untouched).
@@ -39,9 +37,7 @@ func (s *rsAntStream) Event(typ, data []byte, out []Chunk) ([]Chunk, bool, error
 		if err := json.Unmarshal(data, &e, lenient); err != nil {
 			return out, false, antMalformedEvent()
 		}
-		if in, cached, ok := antInput(e.Message.Usage); ok {
-			s.input, s.cached, s.hasInput = in, cached, true
-		}
+		s.counts.note(e.Message.Usage)
 		return s.w.start(out), false, nil
 	case anthropic.EventContentBlockStart:
 		e := &s.block
@@ -91,13 +87,11 @@ func (s *rsAntStream) messageDelta(data []byte, out []Chunk) ([]Chunk, bool, err
 	if err := json.Unmarshal(data, &e, lenient); err != nil {
 		return out, false, antMalformedEvent()
 	}
-	if in, cached, ok := antInput(e.Usage); ok {
-		s.input, s.cached, s.hasInput = in, cached, true
-	}
+	s.counts.note(e.Usage)
 	s.w.finish(rsAntFinish(e.Delta.StopReason))
 	out = s.w.closeAll(s.w.start(out))
-	if e.Usage != nil && e.Usage.OutputTokens != nil && s.hasInput {
-		out = append(out, Chunk{Usage: &Usage{InputTokens: s.input, CachedInputTokens: s.cached, OutputTokens: *e.Usage.OutputTokens}})
+	if u := s.counts.final(e.Usage); u != nil {
+		out = append(out, Chunk{Usage: u})
 	}
 	return out, false, nil
 }

@@ -1,33 +1,12 @@
 package translate
 
-import (
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/llmgw/llmgw/api/wire/openai"
-)
-
-// rsChatAnswerIn is a 2xx chat-completions answer: a chat.completion, or
-// an error object some servers send with status 200.
-type rsChatAnswerIn struct {
-	Choices []openai.Choice `json:"choices"`
-	Usage   *openai.Usage   `json:"usage"`
-	Error   jsontext.Value  `json:"error"`
-}
-
 // Answer is the response for a chat.completion: its first choice's
 // content (and refusal) as a message item, its tool calls as function_call
 // items (custom_tool_call items for the calls of custom tools).
 func (p *responsesToOpenAI) Answer(raw []byte, m *Meta) (*Answer, error) {
-	var r rsChatAnswerIn
-	if err := json.Unmarshal(raw, &r, lenient); err != nil {
-		return nil, malformed("malformed answer JSON")
-	}
-	if len(r.Error) > 0 && r.Error.Kind() != 'n' {
-		return nil, upstreamError(r.Error)
-	}
-	if len(r.Choices) == 0 {
-		return nil, malformed("response has no choices")
+	r, err := readChatAnswer(raw)
+	if err != nil {
+		return nil, err
 	}
 	c := &r.Choices[0]
 	w := newRSWriter(m, &p.echo, false)

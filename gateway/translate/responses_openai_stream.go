@@ -3,9 +3,6 @@ package translate
 import (
 	"bytes"
 
-	"github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/llmgw/llmgw/api/wire/openai"
 )
 
@@ -23,19 +20,12 @@ type rsChatStream struct {
 	// call's id, for servers that number every call 0 (a new id at a known
 	// index is a new call).
 	calls map[int]rsChatCall
-	in    rsChatChunkIn // each chunk, decoded again (zeroed first)
+	in    chatChunkIn // each chunk, decoded again
 }
 
 type rsChatCall struct {
 	item int
 	id   string
-}
-
-// rsChatChunkIn is what the stream reads of a chunk.
-type rsChatChunkIn struct {
-	Choices []openai.ChunkChoice `json:"choices"`
-	Usage   openai.ChunkUsage    `json:"usage"`
-	Error   jsontext.Value       `json:"error"`
 }
 
 func (s *rsChatStream) Event(_, data []byte, out []Chunk) ([]Chunk, bool, error) {
@@ -44,13 +34,8 @@ func (s *rsChatStream) Event(_, data []byte, out []Chunk) ([]Chunk, bool, error)
 	}
 	s.w.buf = s.w.buf[:0]
 	in := &s.in
-	clear(in.Choices[:cap(in.Choices)])
-	*in = rsChatChunkIn{Choices: in.Choices[:0]}
-	if err := json.Unmarshal(data, in, lenient); err != nil {
-		return out, false, malformed("malformed stream chunk JSON")
-	}
-	if len(in.Error) > 0 && in.Error.Kind() != 'n' {
-		return out, false, upstreamError(in.Error)
+	if err := in.read(data); err != nil {
+		return out, false, err
 	}
 	out = s.w.start(out)
 	for i := range in.Choices {
