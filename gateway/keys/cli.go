@@ -110,13 +110,9 @@ func runCreate(args []string, stdout, stderr io.Writer) error {
 	set.StringVar(&f.entryOut, "entry-out", "", "write the hash-only entry to `FILE` (mode 0644); - writes it to standard output (the key then goes to standard error or --key-out)")
 	set.StringVar(&f.keyOut, "key-out", "", "write the plaintext key to `FILE` (mode 0600, must not exist) instead of printing it")
 	set.StringVar(&f.into, "into", "", "merge the entry into the snapshot `FILE` (created if missing), replacing an entry with the same id; the file is re-encoded canonically with a new version")
-	if err := set.Parse(args); err != nil {
+	var err error
+	if f.given, err = parseFlags(set, args); err != nil {
 		return err
-	}
-	f.given = map[string]bool{}
-	set.Visit(func(fl *flag.Flag) { f.given[fl.Name] = true })
-	if set.NArg() > 0 {
-		return errors.New(keyformat.Redact(fmt.Sprintf("unexpected arguments: %q", set.Args())))
 	}
 	opts, err := f.options()
 	if err != nil {
@@ -332,4 +328,19 @@ func writeNew(path string, data []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// parseFlags parses args into set and names the flags given on the command
+// line (some apply only together with others, whatever their values);
+// arguments that are not flags are refused, redacted (one may be a key).
+func parseFlags(set *flag.FlagSet, args []string) (map[string]bool, error) {
+	if err := set.Parse(args); err != nil {
+		return nil, err
+	}
+	given := map[string]bool{}
+	set.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	if set.NArg() > 0 {
+		return nil, errors.New(keyformat.Redact(fmt.Sprintf("unexpected arguments: %q", set.Args())))
+	}
+	return given, nil
 }

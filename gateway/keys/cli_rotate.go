@@ -73,13 +73,9 @@ func runRotate(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	set.StringVar(&f.entryOut, "entry-out", "", "with --from: write the rotated entry to `FILE` (mode 0644); - writes it to standard output (the key then goes to standard error or --key-out)")
 	set.StringVar(&f.output, "output", "yaml", "with --from: `format` of the --entry-out entry: yaml (the GatewayKey resource) or json (the snapshot's key object)")
 	set.StringVar(&f.keyOut, "key-out", "", "write the new plaintext key to `FILE` (mode 0600, must not exist) instead of printing it")
-	if err := set.Parse(args); err != nil {
+	var err error
+	if f.given, err = parseFlags(set, args); err != nil {
 		return err
-	}
-	f.given = map[string]bool{}
-	set.Visit(func(fl *flag.Flag) { f.given[fl.Name] = true })
-	if set.NArg() > 0 {
-		return errors.New(keyformat.Redact(fmt.Sprintf("unexpected arguments: %q", set.Args())))
 	}
 	if err := f.check(); err != nil {
 		return err
