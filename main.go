@@ -29,6 +29,7 @@ var commands = []command{
 	{"gateway", "run the gateway data plane from a snapshot file (standalone) or the controller's ConfigMap (--kubernetes)", gateway.Main},
 	{"up", "start the local stack: both mock providers and the gateway on loopback", localstack.UpMain},
 	{"keys", "create and rotate gateway keys (prints the plaintext once, stores only the hash)", keys.Main},
+	{"ledger", "import a stranded usage ledger into a running gateway (records handed off by request id)", gateway.LedgerMain},
 	{"controller", "run the Kubernetes controller: compile llmgw.dev resources into the snapshot ConfigMap", controllers.Main},
 	{"mockprovider", "run a mock model provider (alpha: OpenAI protocol, beta: Anthropic-Messages style)", mockproviders.Main},
 }

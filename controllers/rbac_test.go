@@ -278,6 +278,7 @@ stringData: {apiKey: sk-test}`, rbacNS)
 			Expect(forbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", what, err)
 		}
 	})
+	It("lets the gateway discover its replicas and stranded ledgers and mark its claim handed off, and nothing more", gatewayDiscoveryRBAC)
 	It("lets the controller review tokens and access for its /metrics, and nothing else cluster-wide", func(ctx SpecContext) {
 		ctrlCS, err := kubernetes.NewForConfig(impersonate("llmgw-controller"))
 		Expect(err).NotTo(HaveOccurred())

@@ -47,7 +47,11 @@ func Main(ctx context.Context, args []string) error {
 	fs.StringVar(&ks.StatusConfigMap, "status-configmap", gatewaystatus.DefaultConfigMapName, "with --kubernetes: ConfigMap this replica reports the snapshot version it runs into, under its --pod-name (the controller creates it; empty: no report)")
 	pc := peers.Config{}
 	fs.StringVar(&pc.Service, "peers-service", "", "headless Service of the gateway StatefulSet: GET /v1/usage then merges every replica's records (empty: this replica's only)")
-	fs.IntVar(&pc.Replicas, "replicas", 1, "with --peers-service: the StatefulSet's replica count (replicas 0..N-1 are expected; one that does not answer is reported missing)")
+	fs.IntVar(&pc.Replicas, "replicas", 1, "with --peers-service and without --kubernetes (standalone runs): the fixed replica count, replicas 0..N-1 expected; with --kubernetes the replica set is discovered from the StatefulSet and this flag is refused")
+	el := elasticFlags{}
+	fs.StringVar(&el.statefulSet, "statefulset", "", "with --kubernetes and --peers-service: the gateway StatefulSet whose replicas are the peers, watched (default: --pod-name without its ordinal)")
+	fs.StringVar(&el.claimTemplate, "ledger-claim-template", "data", "with --kubernetes and --peers-service: the StatefulSet's volumeClaimTemplate holding the ledger; its claims <template>-<pod> of scaled-away replicas are watched for stranded records")
+	fs.DurationVar(&el.timeout, "handoff-timeout", time.Minute, "with --kubernetes and --peers-service: after the drain, how long a replica scaled away may take to hand its usage records to replica 0 (the termination grace period must cover --drain-timeout plus this)")
 	fs.StringVar(&pc.Self, "pod-name", envOr("POD_NAME", ""), "this pod's name: with --kubernetes the key it reports under, with --peers-service <statefulset>-<ordinal> (default $POD_NAME, else the hostname)")
 	peerTokenFile := fs.String("peer-token-file", "", "file holding the token gateways present to each other on the management port's "+peers.Path+" (required with --peers-service)")
 	fs.IntVar(&cfg.ClientIPRPM, "ip-rpm", 600, "per-client-address limit on /v1/*, checked before authentication: requests per minute (token bucket refill); 0 disables")
@@ -77,28 +81,42 @@ func Main(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg.Logger = log
-	if err := configurePeers(&cfg, pc, *peerTokenFile); err != nil {
-		return err
-	}
-	if err := quotaFlags.configure(&cfg, pc); err != nil {
-		return err
-	}
+	replicasSet := false
+	fs.Visit(func(f *flag.Flag) { replicasSet = replicasSet || f.Name == "replicas" })
+	var kube *source.Kube
 	switch {
 	case *kubeMode && file.Path != "":
 		return fmt.Errorf("--snapshot and --kubernetes are mutually exclusive")
+	case *kubeMode && replicasSet:
+		return errors.New("--replicas: with --kubernetes the replica set is discovered from the StatefulSet; remove the flag")
 	case *kubeMode:
 		ks.Logger = log
 		if ks.PodName = pc.Self; ks.PodName == "" {
 			ks.PodName, _ = os.Hostname() // "" turns reporting off
 		}
-		if cfg.Source, err = source.NewKube(ks); err != nil {
+		if kube, err = source.NewKube(ks); err != nil {
 			return err
 		}
+		cfg.Source = kube
 	case file.Path == "":
 		fs.Usage()
 		return fmt.Errorf("--snapshot FILE or --kubernetes is required")
 	default:
 		cfg.Source = file
+	}
+	if kube != nil && pc.Service != "" {
+		if err := el.discover(&cfg, &pc, kube, ks.Namespace); err != nil {
+			return err
+		}
+	}
+	if err := configurePeers(&cfg, pc, *peerTokenFile); err != nil {
+		return err
+	}
+	if cfg.Elastic != nil {
+		cfg.Elastic.Token = cfg.PeerToken
+	}
+	if err := quotaFlags.configure(&cfg, pc); err != nil {
+		return err
 	}
 	return Run(ctx, cfg)
 }
@@ -144,12 +162,9 @@ func NewLogger(level string) (*slog.Logger, error) {
 // configurePeers turns the --peers-* flags into cfg.Peers and cfg.PeerToken.
 func configurePeers(cfg *Config, pc peers.Config, tokenFile string) error {
 	if tokenFile != "" {
-		b, err := os.ReadFile(tokenFile)
-		if err != nil {
-			return fmt.Errorf("--peer-token-file: %w", err)
-		}
-		if cfg.PeerToken = strings.TrimSpace(string(b)); cfg.PeerToken == "" {
-			return fmt.Errorf("--peer-token-file %s is empty", tokenFile)
+		var err error
+		if cfg.PeerToken, err = readPeerToken(tokenFile); err != nil {
+			return err
 		}
 	}
 	if pc.Service == "" {

@@ -87,7 +87,11 @@ func (q *quotaStoreFlags) configure(cfg *Config, pc peers.Config) error {
 	} else {
 		qs.Password = os.Getenv(EnvQuotaStorePassword)
 	}
-	if pc.Service != "" && pc.Replicas > 1 {
+	switch {
+	case cfg.Elastic != nil:
+		qs.Replicas = 1 // until the StatefulSet is read, moments after start
+		qs.ReadyReplicas = readyFromDiscovery(cfg.Elastic.Discovery)
+	case pc.Service != "" && pc.Replicas > 1:
 		_, port, err := net.SplitHostPort(cfg.Addr)
 		if err != nil {
 			return fmt.Errorf("--addr: %w", err)

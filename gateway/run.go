@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,9 @@ type Config struct {
 	// port's peer endpoint (which needs MgmtAddr).
 	Peers     server.Peers
 	PeerToken string
+	// Elastic, in a StatefulSet, discovers the replica set and hands this
+	// replica's records off when it is scaled away (nil: standalone).
+	Elastic *Elastic
 	// Abuse limits of the data port (server.Options): a per-client-address
 	// bucket before authentication, trusted proxies for X-Forwarded-For,
 	// and a per-key bucket of /v1/usage and /v1/models. Zero disables a
@@ -75,6 +79,9 @@ type Gateway struct {
 	// quota is the shared quota store's failover (nil without one).
 	quota      *quota.Failover
 	closeQuota func() error
+	// handingOff is set while a hand-off interrupted by a crash is being
+	// finished: the peer endpoint answers 503 meanwhile.
+	handingOff atomic.Bool
 }
 
 // Run serves until ctx is cancelled, then drains (see Gateway.Wait).
@@ -160,6 +167,14 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	if err := g.Server.RecoverQuotas(ctx, g.Ledger.RecoveredIDs()); err != nil {
 		log.Warn("quota recovery incomplete; reservations left are released by their ttl", "err", err)
 	}
+	if e := cfg.Elastic; e != nil {
+		go func() {
+			if err := e.Discovery.Start(watchCtx); err != nil && watchCtx.Err() == nil {
+				log.Error("peer discovery did not start", "err", err)
+			}
+		}()
+		g.resumeHandoff(watchCtx)
+	}
 
 	// Listeners first: /healthz answers while the source is still connecting
 	// (liveness must not depend on the API server); /readyz and the API stay
@@ -181,7 +196,8 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		mux.Handle("GET /health", g.Server.ManagementHealthHandler())
 		if cfg.PeerToken != "" {
-			mux.Handle("GET "+peers.Path, g.Server.PeerUsageHandler(cfg.PeerToken))
+			mux.Handle("GET "+peers.Path, g.unlessHandingOff(g.Server.PeerUsageHandler(cfg.PeerToken)))
+			mux.Handle("POST "+peers.RecordsPath, peers.ImportHandler(g.Ledger, cfg.PeerToken, log))
 		}
 		if !cfg.Profiling.Disabled {
 			registerProfiles(mux)
@@ -208,8 +224,9 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 }
 
 // Wait serves until ctx is cancelled, then drains in-flight requests (streams
-// included) for up to DrainTimeout and closes the ledger after the last
-// record is written.
+// included) for up to DrainTimeout, hands the records off if this replica is
+// being scaled away (Elastic), and closes the ledger after the last record
+// is written.
 func (g *Gateway) Wait(ctx context.Context) error {
 	defer g.Ledger.Close()
 	defer func() { _ = g.closeQuota() }() // after the drain: the last settles
@@ -234,5 +251,6 @@ func (g *Gateway) Wait(ctx context.Context) error {
 		// still finalize their records before the ledger closes.
 		_ = g.data.Close()
 	}
+	g.handOffIfLeaving()
 	return serveErr
 }

@@ -5,8 +5,12 @@
 // Replicas are addressed by their stable StatefulSet names through the
 // headless Service (<statefulset>-<ordinal>.<service>), on the management
 // port, which the client Service does not expose; each call carries a token
-// only gateways hold. The expected set is ordinals 0..Replicas-1, so a
-// replica that is down is reported missing rather than silently absent.
+// only gateways hold. The expected set is the StatefulSet's ordinals
+// 0..spec.replicas-1, read from the cluster and watched (Discovery), so a
+// replica that is down is reported missing rather than silently absent, and
+// `kubectl scale` or an autoscaler needs no flag kept in step. A scaled-away
+// replica hands its records to a remaining one (HandOff); until it has, its
+// volume is a stranded ledger that every answer names.
 package peers
 
 import (
@@ -31,9 +35,13 @@ const Path = "/peer/v1/usage"
 
 // Config describes this replica and its siblings.
 type Config struct {
-	Self     string // this pod's name: <statefulset>-<ordinal>
-	Service  string // the headless Service, e.g. llmgw-gateway-peers
-	Replicas int    // the StatefulSet's replica count
+	Self    string // this pod's name: <statefulset>-<ordinal>
+	Service string // the headless Service, e.g. llmgw-gateway-peers
+	// Roster says which replicas are expected now (a Discovery's
+	// Membership). Nil: the fixed ordinals 0..Replicas-1 (standalone runs
+	// and tests, where nothing can be watched).
+	Roster   func() Membership
+	Replicas int    // without a Roster: the replica count
 	Port     int    // the peers' management port
 	Token    string // shared secret of the gateways
 	Timeout  time.Duration
@@ -86,8 +94,7 @@ func (a Applied) check(name string, got Applied) error {
 
 // Set is the sibling replicas of this one.
 type Set struct {
-	cfg    Config
-	others []string
+	cfg Config
 }
 
 // New checks cfg and derives the siblings' names from this pod's name.
@@ -102,7 +109,7 @@ func New(cfg Config) (*Set, error) {
 	switch {
 	case cfg.Service == "":
 		return nil, errors.New("peers: the headless Service name is required")
-	case cfg.Replicas < 1:
+	case cfg.Roster == nil && cfg.Replicas < 1:
 		return nil, errors.New("peers: replicas must be at least 1")
 	case cfg.Port < 1 || cfg.Port > 65535:
 		return nil, fmt.Errorf("peers: invalid port %d", cfg.Port)
@@ -115,17 +122,28 @@ func New(cfg Config) (*Set, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{}
 	}
-	s := &Set{cfg: cfg}
-	for n := 0; n < cfg.Replicas; n++ {
-		if name := cfg.Self[:i+1] + strconv.Itoa(n); name != cfg.Self {
-			s.others = append(s.others, name)
-		}
+	if cfg.Roster == nil {
+		fixed := StaticMembership(cfg.Self, cfg.Replicas)
+		cfg.Roster = func() Membership { return fixed }
 	}
-	return s, nil
+	return &Set{cfg: cfg}, nil
 }
 
-// Others are the sibling replicas' names.
-func (s *Set) Others() []string { return s.others }
+// Others are the sibling replicas expected now: the members but this one.
+func (s *Set) Others() []string {
+	var out []string
+	for _, name := range s.cfg.Roster().Members {
+		if name != s.cfg.Self {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Stranded are the volumes of scaled-away replicas whose records were not
+// handed off (yet): records no replica serves, which every usage answer
+// must name.
+func (s *Set) Stranded() []string { return s.cfg.Roster().Stranded }
 
 // Usage asks every sibling, in parallel, for keyID's records matching f
 // after cursor. It returns the pages of those that answered and the names
@@ -136,7 +154,7 @@ func (s *Set) Usage(ctx context.Context, keyID string, f usage.Filter, limit int
 	defer cancel()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, name := range s.others {
+	for _, name := range s.Others() {
 		wg.Go(func() {
 			p, err := s.fetch(ctx, name, keyID, f, limit, cursor)
 			mu.Lock()

@@ -40,7 +40,7 @@ func (s *Set) Summary(ctx context.Context, keyID string, f usage.Filter, by stri
 	asked.setQuery(q)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, name := range s.others {
+	for _, name := range s.Others() {
 		wg.Go(func() {
 			body, err := s.get(ctx, name, q)
 			if err == nil {

@@ -35,11 +35,12 @@ type FailoverOptions struct {
 	// NewMemory); a new one for every outage.
 	NewLocal func() Store
 	// ReadyReplicas counts the gateway replicas that are ready, this one
-	// included; nil: Replicas is the divisor. It is asked while degraded
-	// (and at the start of an outage), never on the request path.
+	// included (0: not known yet, the divisor stays); nil: Replicas is the
+	// divisor. It is asked while degraded (and at the start of an outage),
+	// never on the request path.
 	ReadyReplicas func(ctx context.Context) int
-	// Replicas is the configured replica count: the divisor until
-	// ReadyReplicas has answered (dividing by more is the safe guess).
+	// Replicas is the divisor until ReadyReplicas has answered (dividing
+	// by more is the safe guess).
 	Replicas int
 	// FailClosed refuses requests that have limits while Shared is
 	// unreachable (ErrStoreUnavailable) instead of counting locally.
@@ -301,10 +302,9 @@ func (f *Failover) countReplicas(ctx context.Context) {
 		return // no way to count: the configured replicas stay the divisor
 	}
 	n := f.o.ReadyReplicas(ctx)
-	if ctx.Err() != nil {
-		return
+	if ctx.Err() != nil || n < 1 {
+		return // not counted (yet): the divisor stays
 	}
-	n = min(max(n, 1), max(f.o.Replicas, 1))
 	if old := f.divisor.Swap(int64(n)); old != int64(n) {
 		f.log.Info("quota store degraded: ready replicas counted, limits divided by them", "divisor", n, "was", old)
 	}

@@ -23,6 +23,30 @@ type Peers interface {
 	// Summary is the siblings' totals of keyID's records matching f over
 	// [from, to), broken down by the column by unless it is "".
 	Summary(ctx context.Context, keyID string, f usage.Filter, by string, from, to time.Time) (pages []peers.SummaryPage, missing []string)
+	// Stranded are the volumes of scaled-away replicas whose records no
+	// replica serves yet (not handed off, not imported).
+	Stranded() []string
+}
+
+// completenessJSON says what an answer across replicas lacks: the replicas
+// that did not answer and the stranded ledgers it could not read. Partial
+// is true whenever either is not empty; an answer without it is whole.
+type completenessJSON struct {
+	Partial         bool     `json:"partial,omitempty"`
+	MissingReplicas []string `json:"missing_replicas,omitempty"`
+	StrandedLedgers []string `json:"stranded_ledgers,omitempty"`
+}
+
+// completeness is what an answer made with the siblings' pages lacks
+// (missing: the siblings that did not answer), logged once per answer.
+func (s *Server) completeness(missing []string, what, reqID string) completenessJSON {
+	stranded := s.peers.Stranded()
+	if len(missing) == 0 && len(stranded) == 0 {
+		return completenessJSON{}
+	}
+	slices.Sort(missing)
+	s.log.Warn(what+" answered without some records", "request_id", reqID, "missing", missing, "stranded", stranded)
+	return completenessJSON{Partial: true, MissingReplicas: missing, StrandedLedgers: stranded}
 }
 
 // peerListJSON is a replica's page for a sibling: /v1/usage's list, and
@@ -38,12 +62,11 @@ type peerListJSON struct {
 // usageListJSON is GET /v1/usage across replicas: a list in the OpenAI shape
 // that says when a replica did not answer, never a silently shorter list.
 type usageListJSON struct {
-	Object          string            `json:"object"`
-	Data            []json.RawMessage `json:"data"`
-	HasMore         bool              `json:"has_more"`
-	NextCursor      string            `json:"next_cursor,omitempty"`
-	Partial         bool              `json:"partial,omitempty"`
-	MissingReplicas []string          `json:"missing_replicas,omitempty"`
+	Object     string            `json:"object"`
+	Data       []json.RawMessage `json:"data"`
+	HasMore    bool              `json:"has_more"`
+	NextCursor string            `json:"next_cursor,omitempty"`
+	completenessJSON
 }
 
 // PeerUsageHandler serves this replica's own records of one key to a
@@ -154,10 +177,6 @@ func (s *Server) writeUsageAcrossReplicas(w http.ResponseWriter, r *http.Request
 			message: "the usage store could not be read"}, reqID)
 		return
 	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		out.Partial, out.MissingReplicas = true, missing
-		s.log.Warn("usage answered without some replicas", "request_id", reqID, "missing", missing)
-	}
+	out.completenessJSON = s.completeness(missing, "usage", reqID)
 	writeJSON(w, http.StatusOK, out)
 }

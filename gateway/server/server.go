@@ -208,6 +208,10 @@ func (s *Server) ReportReloadError(err error) {
 	s.log.Error("snapshot rejected; keeping the running one", "err", err)
 }
 
+// Inflight is the number of model requests being served (their records
+// not final yet).
+func (s *Server) Inflight() int64 { return s.inflight.Load() }
+
 // Version is the running snapshot's version ("" before the first Apply).
 func (s *Server) Version() string {
 	if st := s.state.Load(); st != nil {

@@ -47,9 +47,8 @@ type summaryJSON struct {
 	Session  string `json:"session,omitempty"`
 	GroupBy  string `json:"group_by,omitempty"`
 	totalsJSON
-	Groups          []groupJSON `json:"groups,omitempty"`
-	Partial         bool        `json:"partial,omitempty"`
-	MissingReplicas []string    `json:"missing_replicas,omitempty"`
+	Groups []groupJSON `json:"groups,omitempty"`
+	completenessJSON
 }
 
 // totalsJSON are the sums of some records: the whole summary's, or one
@@ -293,10 +292,8 @@ func (s *Server) handleUsageSummary(w http.ResponseWriter, r *http.Request) {
 	if by != "" {
 		out.Groups = toGroupsJSON(by, groups)
 	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		out.Partial, out.MissingReplicas = true, missing
-		s.log.Warn("usage summary answered without some replicas", "request_id", reqID, "missing", missing)
+	if s.peers != nil {
+		out.completenessJSON = s.completeness(missing, "usage summary", reqID)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

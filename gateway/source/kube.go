@@ -44,10 +44,25 @@ type Kube struct {
 
 // NewKube connects to the API server (no request is made yet).
 func NewKube(cfg KubeConfig) (*Kube, error) {
-	rc := cfg.RestConfig
+	cs, err := newClient(cfg.RestConfig, cfg.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Kube{cfg: cfg, client: cs, log: log}, nil
+}
+
+// NewClient is an API client from the kubeconfig at path (empty:
+// $KUBECONFIG, ~/.kube/config, then in-cluster), as the gateway makes it.
+func NewClient(path string) (kubernetes.Interface, error) { return newClient(nil, path) }
+
+func newClient(rc *rest.Config, path string) (kubernetes.Interface, error) {
 	if rc == nil {
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = cfg.Kubeconfig
+		rules.ExplicitPath = path
 		var err error
 		rc, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 		if err != nil {
@@ -60,12 +75,12 @@ func NewKube(cfg KubeConfig) (*Kube, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	return &Kube{cfg: cfg, client: cs, log: log}, nil
+	return cs, nil
 }
+
+// Client is the API client the source reads through, for the gateway's
+// other watches (peer discovery).
+func (k *Kube) Client() kubernetes.Interface { return k.client }
 
 // Credentials reads `credential.secretName/secretKey` references.
 func (k *Kube) Credentials() server.CredentialSource {

@@ -136,6 +136,8 @@ func (t *writerTxn) run(ctx context.Context, body func() error) (err error) {
 
 type writerStmts struct {
 	insert, finish, ping driverStmt
+	// The hand-off's (handoff.go).
+	forget, metaSet, metaDel driverStmt
 	// args is a statement's argument list, reused: the writer runs one
 	// statement at a time, and neither the driver nor database/sql keeps
 	// the list.
@@ -168,7 +170,8 @@ func (s *writerStmts) prepare(ctx context.Context, dc any) error {
 	for _, p := range []struct {
 		dst *driverStmt
 		sql string
-	}{{&s.insert, insertSQL}, {&s.finish, finishSQL}, {&s.ping, pingSQL}} {
+	}{{&s.insert, insertSQL}, {&s.finish, finishSQL}, {&s.ping, pingSQL},
+		{&s.forget, forgetSQL}, {&s.metaSet, metaSetSQL}, {&s.metaDel, metaDelSQL}} {
 		st, err := prepareDriverStmt(ctx, dc, p.sql)
 		if err != nil {
 			return fmt.Errorf("usage: prepare: %w", err)
@@ -179,7 +182,9 @@ func (s *writerStmts) prepare(ctx context.Context, dc any) error {
 	return nil
 }
 
-func (s *writerStmts) close() error { return closeStmts(s.insert, s.finish, s.ping) }
+func (s *writerStmts) close() error {
+	return closeStmts(s.insert, s.finish, s.ping, s.forget, s.metaSet, s.metaDel)
+}
 
 // closeStmts closes the statements that were prepared.
 func closeStmts(sts ...driverStmt) error {
@@ -227,6 +232,8 @@ func (s writerStmts) apply(ctx context.Context, o *op) error {
 			return fmt.Errorf("usage: finish %s: %w", r.RequestID, err)
 		}
 		o.wrote = n == 1
+	case opImport, opForget, opMeta:
+		return s.applyBulk(ctx, o)
 	case opPing:
 		if _, err := s.ping.exec(ctx, namedArgs(nil, time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
 			return fmt.Errorf("usage: ping write: %w", err)

@@ -19,6 +19,12 @@ const (
 	opFinish
 	opPing
 	opSync // answered once every op queued before it is committed (Ledger.sync)
+	// The hand-off's writes (handoff.go): a batch of another ledger's
+	// final records, a deletion of handed-off records, a ledger_meta
+	// key. Their callers wait for the commit, as for a Ping.
+	opImport
+	opForget
+	opMeta
 )
 
 // op is one unit of work for the writer: the row of a journaled Begin or
@@ -36,8 +42,9 @@ type op struct {
 	// had its row: a second Begin, or a Finish of a final record).
 	merged, wrote bool
 
-	done chan struct{} // a Ping's or a sync's; closed with err set
+	done chan struct{} // a Ping's, a sync's or a hand-off op's; closed with err set
 	err  error
+	bulk *bulkOp // a hand-off op's work and result (handoff.go)
 }
 
 // Begin makes the in_progress record of r durable (its journal line) and
@@ -328,9 +335,11 @@ func (l *Ledger) commit(batch []*op) {
 	err := l.write(batch)
 	for _, o := range batch {
 		if o.done != nil {
-			if o.kind == opPing {
+			// A sync goes on with what is committed; an op the database
+			// refused keeps its own error (write).
+			if o.kind != opSync && o.err == nil {
 				o.err = err
-			} // a sync goes on with what is committed
+			}
 			close(o.done)
 		}
 	}
@@ -360,7 +369,11 @@ func (l *Ledger) write(batch []*op) error {
 			return err
 		}
 		l.log.Error("usage: row refused by the database, given up", "request_id", re.o.rec.RequestID, "err", err)
-		l.giveUp(re.o)
+		if re.o.done != nil {
+			re.o.err = err // its caller, waiting, learns it (an import's record)
+		} else {
+			l.giveUp(re.o)
+		}
 		batch = slices.DeleteFunc(slices.Clone(batch), func(o *op) bool { return o == re.o })
 	}
 	return nil

@@ -404,11 +404,12 @@ func TestGatewayStatefulSet(t *testing.T) {
 			c := sts.Spec.Template.Spec.Containers[0]
 			for _, arg := range []string{"gateway", "--kubernetes", "--addr=0.0.0.0:8080", "--mgmt-addr=0.0.0.0:9090",
 				"--db=/var/lib/llmgw/usage.db", "--peer-token-file=/etc/llmgw/peer/token",
-				"--peers-service=" + sts.Spec.ServiceName, "--replicas=" + itoa(*sts.Spec.Replicas)} {
+				"--peers-service=" + sts.Spec.ServiceName} {
 				if !slices.Contains(c.Args, arg) {
 					t.Errorf("args %v lack %s", c.Args, arg)
 				}
 			}
+			checkElasticGateway(t, sts)
 			mounts := map[string]corev1.VolumeMount{}
 			for _, m := range c.VolumeMounts {
 				mounts[m.Name] = m
@@ -687,8 +688,8 @@ func TestHelmValues(t *testing.T) {
 			"image.pullPolicy=Always"}, func(t *testing.T, in install) {
 			sts := in.get(t, "StatefulSet", "llmgw-gateway").Obj.(*appsv1.StatefulSet)
 			vct := sts.Spec.VolumeClaimTemplates[0].Spec
-			if args := sts.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--replicas=3") {
-				t.Errorf("args %v lack --replicas=3 (the peer set follows gateway.replicas)", args)
+			if v, ok := flagValue(sts.Spec.Template.Spec.Containers[0].Args, "replicas"); ok {
+				t.Errorf("--replicas=%s: the gateways find the peer set in the StatefulSet, no flag repeats it", v)
 			}
 			if *sts.Spec.Replicas != 3 || vct.StorageClassName == nil || *vct.StorageClassName != "fast" ||
 				vct.Resources.Requests.Storage().String() != "5Gi" {
@@ -710,11 +711,16 @@ func TestHelmValues(t *testing.T) {
 				t.Errorf("image %s", c.Image)
 			}
 		}},
-		{"flags", []string{"gateway.drainTimeout=45s", "gateway.credentialRefresh=1m", "gateway.logLevel=debug",
+		{"flags", []string{"gateway.drainTimeout=45s", "gateway.handoffTimeout=2m", "gateway.terminationGracePeriodSeconds=175",
+			"gateway.credentialRefresh=1m", "gateway.logLevel=debug",
 			"controller.debounce=1s", "controller.debounceMax=5s"}, func(t *testing.T, in install) {
-			g := in.get(t, "StatefulSet", "llmgw-gateway").Obj.(*appsv1.StatefulSet).Spec.Template.Spec.Containers[0].Args
+			sts := in.get(t, "StatefulSet", "llmgw-gateway").Obj.(*appsv1.StatefulSet)
+			g := sts.Spec.Template.Spec.Containers[0].Args
 			c := in.get(t, "Deployment", "llmgw-controller").Obj.(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Args
-			for _, want := range []string{"--drain-timeout=45s", "--credential-refresh=1m", "--log-level=debug"} {
+			if p := sts.Spec.Template.Spec.TerminationGracePeriodSeconds; p == nil || *p != 175 {
+				t.Errorf("terminationGracePeriodSeconds %s, want 175", deref(p))
+			}
+			for _, want := range []string{"--drain-timeout=45s", "--handoff-timeout=2m", "--credential-refresh=1m", "--log-level=debug"} {
 				if !slices.Contains(g, want) {
 					t.Errorf("gateway args %v lack %s", g, want)
 				}

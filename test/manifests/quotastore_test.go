@@ -107,6 +107,9 @@ func TestQuotaStoreHelmValues(t *testing.T) {
 		{"off by default with 1 replica", []string{"gateway.replicas=1"}, false},
 		{"forced on with 1 replica", []string{"gateway.replicas=1", "quotaStore.enabled=true"}, true},
 		{"forced off with 3 replicas", []string{"gateway.replicas=3", "quotaStore.enabled=false"}, false},
+		{"on with the autoscaler up to 6, replicas 1", []string{"gateway.replicas=1", "gateway.autoscaling.enabled=true"}, true},
+		{"off with the autoscaler held at 1, replicas 3", []string{"gateway.replicas=3", "gateway.autoscaling.enabled=true",
+			"gateway.autoscaling.minReplicas=1", "gateway.autoscaling.maxReplicas=1"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var args []string

@@ -19,6 +19,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -126,6 +127,8 @@ func typed(kind string) any {
 		return &appsv1.DaemonSet{}
 	case "PodDisruptionBudget":
 		return &policyv1.PodDisruptionBudget{}
+	case "HorizontalPodAutoscaler":
+		return &autoscalingv2.HorizontalPodAutoscaler{}
 	case "Role":
 		return &rbacv1.Role{}
 	case "ValidatingAdmissionPolicy":

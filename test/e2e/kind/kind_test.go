@@ -803,15 +803,26 @@ func nodeContainsServiceTraffic(ctx context.Context, ip string) (ok bool, why st
 // The entry holds the key's hash only; the plaintext lives in KEYFILE (0600).
 func createBudgetKey(ctx context.Context, k kube, llmgw, dir, id, amount string) gwKey {
 	GinkgoHelper()
+	return createKeyWithArgs(ctx, k, llmgw, dir, id, "--models", "*", "--rpm", "100000", "--burst", "10000", "--budget", amount)
+}
+
+// createKeyWithArgs runs `llmgw keys create --id ID ARGS... --output yaml
+// --entry-out FILE --key-out KEYFILE` and applies the entry, which must
+// hold the key's hash only (the plaintext is in KEYFILE, 0600).
+func createKeyWithArgs(ctx context.Context, k kube, llmgw, dir, id string, args ...string) gwKey {
+	GinkgoHelper()
 	keyFile, entryFile := filepath.Join(dir, id+".key"), filepath.Join(dir, id+".yaml")
-	out, err := exec.CommandContext(ctx, llmgw, "keys", "create", "--id", id, "--namespace", ns, "--models", "*",
-		"--rpm", "100000", "--burst", "10000", "--budget", amount, "--output", "yaml", "--entry-out", entryFile, "--key-out", keyFile).CombinedOutput()
+	argv := append([]string{"keys", "create", "--id", id, "--namespace", ns}, args...)
+	argv = append(argv, "--output", "yaml", "--entry-out", entryFile, "--key-out", keyFile)
+	out, err := exec.CommandContext(ctx, llmgw, argv...).CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "llmgw keys create --id %s: %s", id, keyformat.Redact(string(out)))
 	Expect(keyformat.LooksLikeKey(string(out))).To(BeFalse(), "llmgw keys create --key-out printed a key")
 	entry, err := os.ReadFile(entryFile)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(keyformat.LooksLikeKey(string(entry))).To(BeFalse(), "the GatewayKey YAML held a plaintext key")
-	Expect(string(entry)).To(ContainSubstring("budget:"), "the GatewayKey has no budget:\n%s", entry)
+	if slices.Contains(args, "--budget") {
+		Expect(string(entry)).To(ContainSubstring("budget:"), "the GatewayKey has no budget:\n%s", entry)
+	}
 	applied, err := k.run(ctx, entry, "apply", "-f", "-")
 	Expect(err).NotTo(HaveOccurred())
 	Expect(applied).To(ContainSubstring("gatewaykey.llmgw.dev/" + id))
@@ -819,7 +830,7 @@ func createBudgetKey(ctx context.Context, k kube, llmgw, dir, id, amount string)
 	Expect(err).NotTo(HaveOccurred())
 	plain := strings.TrimSpace(string(raw))
 	Expect(keyformat.LooksLikeKey(plain)).To(BeTrue(), "--key-out %s does not hold a key", keyFile)
-	GinkgoWriter.Printf("key %s created (all models, a budget of %s a month); plaintext only in %s\n", id, amount, keyFile)
+	GinkgoWriter.Printf("key %s created (%s); plaintext only in %s\n", id, strings.Join(args, " "), keyFile)
 	return gwKey{id: id, plaintext: plain}
 }
 

@@ -25,8 +25,8 @@ import (
 // replicas, and when the store is gone the gateways stay Ready, say they
 // are degraded and each enforce its share of every limit, then recover by
 // themselves. Its own Ordered container: it changes the gateway
-// StatefulSet's size (and --replicas with it) and takes the store away, and
-// puts both back in AfterAll.
+// StatefulSet's size and takes the store away, and puts both back in
+// AfterAll.
 var _ = Describe("limits shared across gateway replicas (quota store)", Ordered, func() {
 	const (
 		rpm, burst = 60, 3
@@ -237,35 +237,13 @@ func scaleQuotaStore(ctx context.Context, k kube, n int) {
 	}
 }
 
-// setGatewayReplicas gives the gateway StatefulSet n replicas and --replicas=n
-// (they must agree: the peer set and the degraded divisor follow the flag),
-// then waits until exactly llmgw-gateway-0..n-1 are Ready on the new spec.
+// setGatewayReplicas scales the gateway StatefulSet to n with `kubectl
+// scale` (the gateways discover their peers from it: no flag to keep in
+// step), then waits until exactly llmgw-gateway-0..n-1 are Ready and the
+// replicas scaled away are gone (after handing their records off).
 func setGatewayReplicas(ctx context.Context, k kube, n int) {
 	GinkgoHelper()
-	var sts struct {
-		Spec struct {
-			Replicas int
-			Template struct {
-				Spec struct{ Containers []struct{ Args []string } }
-			}
-		}
-	}
-	Expect(k.getJSON(ctx, &sts, "statefulset", "llmgw-gateway")).To(Succeed())
-	args := sts.Spec.Template.Spec.Containers[0].Args
-	idx := -1
-	for i, a := range args {
-		if strings.HasPrefix(a, "--replicas=") {
-			idx = i
-		}
-	}
-	Expect(idx).To(BeNumerically(">=", 0), "the gateway has no --replicas flag: %v", args)
-	want := "--replicas=" + strconv.Itoa(n)
-	if sts.Spec.Replicas != n || args[idx] != want {
-		By(fmt.Sprintf("gateway StatefulSet: %d replicas, %s (a rolling restart)", n, want))
-		patch := fmt.Sprintf(`[{"op":"replace","path":"/spec/replicas","value":%d},`+
-			`{"op":"replace","path":"/spec/template/spec/containers/0/args/%d","value":%q}]`, n, idx, want)
-		k.must(ctx, "patch", "statefulset", "llmgw-gateway", "--type=json", "-p", patch)
-	}
+	k.must(ctx, "scale", "statefulset/llmgw-gateway", "--replicas="+strconv.Itoa(n))
 	_, err := k.run(ctx, nil, "-n", ns, "rollout", "status", "statefulset/llmgw-gateway", "--timeout=5m")
 	Expect(err).NotTo(HaveOccurred())
 	Eventually(func(g Gomega) {

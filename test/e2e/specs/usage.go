@@ -56,7 +56,9 @@ func (r Record) String() string {
 // UsageList is every page of GET /v1/usage for one key, through one replica.
 type UsageList struct {
 	Records []Record
-	// Partial and Missing: some replica did not answer on some page.
+	// Partial and Missing: some replica did not answer on some page, or a
+	// scaled-away replica's ledger was not handed off yet (its volume is
+	// named).
 	Partial bool
 	Missing []string
 }
@@ -128,6 +130,7 @@ func ListUsage(ctx context.Context, base, key string) (UsageList, error) {
 			NextCursor      string   `json:"next_cursor"`
 			Partial         bool     `json:"partial"`
 			MissingReplicas []string `json:"missing_replicas"`
+			StrandedLedgers []string `json:"stranded_ledgers"`
 		}
 		if err := jsonv2.Unmarshal(body, &p); err != nil {
 			return out, fmt.Errorf("GET /v1/usage: %w", err)
@@ -135,7 +138,7 @@ func ListUsage(ctx context.Context, base, key string) (UsageList, error) {
 		out.Records = append(out.Records, p.Data...)
 		if p.Partial {
 			out.Partial = true
-			for _, m := range p.MissingReplicas {
+			for _, m := range append(p.MissingReplicas, p.StrandedLedgers...) {
 				if !slices.Contains(out.Missing, m) {
 					out.Missing = append(out.Missing, m)
 				}
