@@ -6,13 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,17 +28,15 @@ type QuotaStore struct {
 	Password   string
 	FailClosed bool
 	Timeout    time.Duration
-	// Replicas is the StatefulSet's size; ReadyReplicas counts the ready
-	// ones (this one included). While the store is unreachable each
-	// replica enforces every limit divided by that count.
+	// While the store is unreachable each replica enforces every limit
+	// divided by ReadyReplicas, the StatefulSet's ready replicas
+	// (discovery), or without discovery by Replicas, a fixed count.
 	Replicas      int
 	ReadyReplicas func(ctx context.Context) int
 }
 
 const defaultQuotaTimeout = 500 * time.Millisecond
 
-// peerProbeClient asks the siblings' /readyz (a variable for tests).
-var peerProbeClient = &http.Client{Timeout: 2 * time.Second}
 
 type quotaStoreFlags struct {
 	url, passwordFile string
@@ -60,8 +53,8 @@ func addQuotaStoreFlags(fs *flag.FlagSet) *quotaStoreFlags {
 	return q
 }
 
-// configure fills cfg.QuotaStore; pc and the data address say how to reach
-// the sibling replicas to count the ready ones.
+// configure fills cfg.QuotaStore; the divisor while the store is away is
+// the ready replicas of cfg.Elastic's discovery, else pc's fixed count.
 func (q *quotaStoreFlags) configure(cfg *Config, pc peers.Config) error {
 	if q.url == "" {
 		if q.passwordFile != "" || q.failClosed {
@@ -87,62 +80,12 @@ func (q *quotaStoreFlags) configure(cfg *Config, pc peers.Config) error {
 	} else {
 		qs.Password = os.Getenv(EnvQuotaStorePassword)
 	}
-	switch {
-	case cfg.Elastic != nil:
+	if cfg.Elastic != nil {
 		qs.Replicas = 1 // until the StatefulSet is read, moments after start
 		qs.ReadyReplicas = readyFromDiscovery(cfg.Elastic.Discovery)
-	case pc.Service != "" && pc.Replicas > 1:
-		_, port, err := net.SplitHostPort(cfg.Addr)
-		if err != nil {
-			return fmt.Errorf("--addr: %w", err)
-		}
-		self := pc.Self
-		if self == "" {
-			self, _ = os.Hostname()
-		}
-		qs.ReadyReplicas = readyReplicas(self, pc.Service, port, pc.Replicas)
 	}
 	cfg.QuotaStore = qs
 	return nil
-}
-
-// readyReplicas counts this replica and the siblings whose /readyz answers
-// 200 on the data port, through the headless Service (which publishes
-// pods that are not ready too, so a sibling that is starting says so).
-func readyReplicas(self, service, port string, replicas int) func(ctx context.Context) int {
-	i := strings.LastIndexByte(self, '-')
-	if i <= 0 {
-		return nil
-	}
-	var others []string
-	for n := range replicas {
-		if name := self[:i+1] + strconv.Itoa(n); name != self {
-			others = append(others, "http://"+net.JoinHostPort(name+"."+service, port)+"/readyz")
-		}
-	}
-	return func(ctx context.Context) int {
-		var ready atomic.Int64
-		ready.Add(1) // this one: it is serving
-		var wg sync.WaitGroup
-		for _, u := range others {
-			wg.Go(func() {
-				req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-				if err != nil {
-					return
-				}
-				resp, err := peerProbeClient.Do(req)
-				if err != nil {
-					return
-				}
-				_ = resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					ready.Add(1)
-				}
-			})
-		}
-		wg.Wait()
-		return int(ready.Load())
-	}
 }
 
 // openQuotaStore connects the shared store (lazily: an unreachable store at
@@ -176,7 +119,7 @@ func openQuotaStore(qs QuotaStore, log *slog.Logger, reg prometheus.Registerer) 
 			func() float64 { return float64(f.Health().Transitions) }),
 	)
 	log.Info("quota store configured: limits shared across replicas", "store", quota.RedactURL(qs.URL),
-		"fail_closed", qs.FailClosed, "replicas", qs.Replicas)
+		"fail_closed", qs.FailClosed)
 	return f, r.Close, nil
 }
 

@@ -3,10 +3,6 @@ package gateway
 import (
 	"context"
 	"flag"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -67,10 +63,9 @@ func TestQuotaStoreFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := cfg.QuotaStore
-			if (got.ReadyReplicas != nil) != (tc.peers.Replicas > 1) {
-				t.Errorf("ReadyReplicas set %v, want %v", got.ReadyReplicas != nil, tc.peers.Replicas > 1)
+			if got.ReadyReplicas != nil {
+				t.Error("ReadyReplicas set without discovery: standalone replicas are a fixed count")
 			}
-			got.ReadyReplicas = nil
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("QuotaStore %+v, want %+v", got, tc.want)
 			}
@@ -85,30 +80,5 @@ func TestQuotaStoreURLWithPasswordIsRefused(t *testing.T) {
 		"--quota-store=redis://:sup3rsecret@store:6379"})
 	if err == nil || !strings.Contains(err.Error(), "must not contain a password") || strings.Contains(err.Error(), "sup3rsecret") {
 		t.Fatalf("Main with a password in --quota-store: %v", err)
-	}
-}
-
-// readyReplicas counts this replica plus the siblings whose /readyz says 200.
-func TestReadyReplicas(t *testing.T) {
-	status := map[string]int{"gw-0": 200, "gw-2": 503, "gw-3": 500}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := strings.Split(r.Host, ".")[0]
-		if r.URL.Path != "/readyz" {
-			w.WriteHeader(http.StatusNotFound)
-			return
-		}
-		w.WriteHeader(status[host])
-		_, _ = io.WriteString(w, "x")
-	}))
-	defer srv.Close()
-	u, _ := url.Parse(srv.URL)
-	count := readyReplicas("gw-1", "peers", "8080", 4)
-	// Route every sibling's name to the test server.
-	tr := &http.Transport{Proxy: func(*http.Request) (*url.URL, error) { return u, nil }}
-	old := peerProbeClient
-	peerProbeClient = &http.Client{Transport: tr}
-	defer func() { peerProbeClient = old }()
-	if n := count(context.Background()); n != 2 {
-		t.Fatalf("ready replicas %d, want 2 (this one and gw-0)", n)
 	}
 }

@@ -451,7 +451,7 @@ func (d *Discovery) logChanges(prev, next *Membership) {
 	}
 	for _, c := range next.Stranded {
 		if !slices.Contains(prev.Stranded, c) {
-			d.log.Warn("stranded ledger: the volume of a removed replica holds records that were not handed off",
+			d.log.Warn("stranded ledger: a removed replica's volume holds records no replica serves (until its hand-off completes, or an import takes them)",
 				"claim", c, "namespace", d.cfg.Namespace)
 		}
 	}

@@ -459,7 +459,7 @@ func TestDiscoveryStranded(t *testing.T) {
 	waitMembership(t, d, "-10 deleted", func(m Membership) bool { return len(m.Stranded) == 0 })
 
 	for _, line := range []string{
-		"WARN stranded ledger: the volume of a removed replica holds records that were not handed off statefulset=llmgw-gateway claim=data-llmgw-gateway-2 namespace=llmgw-system",
+		"WARN stranded ledger: a removed replica's volume holds records no replica serves (until its hand-off completes, or an import takes them) statefulset=llmgw-gateway claim=data-llmgw-gateway-2 namespace=llmgw-system",
 		"INFO stranded ledger cleared statefulset=llmgw-gateway claim=data-llmgw-gateway-3 reason=handed off",
 		"INFO stranded ledger cleared statefulset=llmgw-gateway claim=data-llmgw-gateway-2 reason=its replica is back",
 		"INFO stranded ledger cleared statefulset=llmgw-gateway claim=data-llmgw-gateway-10 reason=the claim was deleted",
@@ -469,7 +469,7 @@ func TestDiscoveryStranded(t *testing.T) {
 		}
 	}
 	// -3 became stranded twice (at start and after the clear): twice logged.
-	if n := log.count("WARN stranded ledger: the volume of a removed replica holds records that were not handed off statefulset=llmgw-gateway claim=data-llmgw-gateway-3 namespace=llmgw-system"); n != 2 {
+	if n := log.count("WARN stranded ledger: a removed replica's volume holds records no replica serves (until its hand-off completes, or an import takes them) statefulset=llmgw-gateway claim=data-llmgw-gateway-3 namespace=llmgw-system"); n != 2 {
 		t.Errorf("-3 stranded logged %d times, want 2", n)
 	}
 

@@ -239,6 +239,13 @@ func TestFailoverDegradesAndRecovers(t *testing.T) {
 		t.Fatalf("%d 'unreachable' log lines for one outage, want 1:\n%s", n, logs.String())
 	}
 
+	t.Log("a count that is not known yet (0) keeps the divisor")
+	ready.Store(0)
+	time.Sleep(50 * time.Millisecond) // ten counting rounds
+	if d := f.Health().Divisor; d != 2 {
+		t.Fatalf("divisor %d after counts of 0, want it kept at 2", d)
+	}
+
 	t.Log("a replica more turns ready: the share shrinks to 20 per hour")
 	ready.Store(3)
 	waitFor(t, "the divisor follows the ready replicas", func() bool { return f.Health().Divisor == 3 })
