@@ -37,7 +37,6 @@ type QuotaStore struct {
 
 const defaultQuotaTimeout = 500 * time.Millisecond
 
-
 type quotaStoreFlags struct {
 	url, passwordFile string
 	failClosed        bool
