@@ -43,12 +43,15 @@ verify-tidy: ## fail if `go mod tidy` would change go.mod or go.sum of any modul
 # and must not skip them. Without root: make test LLMGW_REQUIRE_PRIVILEGED=0.
 # The quota store tests run a real redis-server, which `make redis-server`
 # installs when missing (hack/redis/redis.mk); without root: make test
-# LLMGW_REQUIRE_REDIS=0 skips them.
+# LLMGW_REQUIRE_REDIS=0 skips them. The alert-rule tests run promtool, which
+# `make promtool` unpacks into bin/ (hack/promtool/promtool.mk);
+# LLMGW_REQUIRE_PROMTOOL=0 skips them.
 LLMGW_REQUIRE_PRIVILEGED ?= 1
 .PHONY: test
-test: envtest redis-server ## unit, integration and envtest suites with the race detector, then a fuzz smoke pass (10000 executions a target)
+test: envtest redis-server promtool ## unit, integration and envtest suites with the race detector, then a fuzz smoke pass (10000 executions a target)
 	@echo "[test] go test -race ./... (envtest: $(ENVTEST_ASSETS))"
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) LLMGW_REQUIRE_ENVTEST=1 LLMGW_REQUIRE_PRIVILEGED=$(LLMGW_REQUIRE_PRIVILEGED) LLMGW_REQUIRE_REDIS=$(LLMGW_REQUIRE_REDIS) $(GO) test -race -count=1 ./...
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) LLMGW_REQUIRE_ENVTEST=1 LLMGW_REQUIRE_PRIVILEGED=$(LLMGW_REQUIRE_PRIVILEGED) LLMGW_REQUIRE_REDIS=$(LLMGW_REQUIRE_REDIS) \
+	  PROMTOOL=$(PROMTOOL) LLMGW_REQUIRE_PROMTOOL=$(LLMGW_REQUIRE_PROMTOOL) $(GO) test -race -count=1 ./...
 	FUZZTIME=$${FUZZTIME:-10000x} hack/fuzz.sh
 
 .PHONY: fuzz

@@ -47,6 +47,7 @@ var _ = Describe("probes and metrics", func() {
 		Eventually(httpGet("http://"+probe+"/readyz"), eventually).Should(HavePrefix("200 OK"))
 		Eventually(httpGet("http://"+metricsAddr+"/metrics"), eventually).Should(And(
 			ContainSubstring("llmgw_controller_snapshot_writes_total"),
+			MatchRegexp(`llmgw_controller_publish_seconds_count [1-9]`),                     // the samples' snapshot was written
 			ContainSubstring(`llmgw_controller_objects{kind="ModelAlias",ready="unknown"}`), // no gateway runs here
 			ContainSubstring(`controller_runtime_reconcile_total{controller="snapshot"`),
 		))

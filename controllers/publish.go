@@ -150,8 +150,12 @@ func (r *Reconciler) publish(ctx context.Context, log logr.Logger, snap *snapsho
 	r.delivery.remember(cm.ResourceVersion, current)
 	r.mu.Lock()
 	r.writes++
+	burst := r.burstStart
 	r.mu.Unlock()
 	snapshotWrites.Inc()
+	if !burst.IsZero() {
+		publishSeconds.Observe(r.now().Sub(burst).Seconds())
+	}
 
 	keep := maps.Clone(current)
 	if prev != nil {

@@ -74,13 +74,21 @@ var (
 		Name: "llmgw_controller_compiles_total",
 		Help: "Compilations of the namespace's objects into a snapshot (after debouncing).",
 	})
+	// publishSeconds is the controller's half of a hot load: from the first
+	// event of a burst (debounce included) to the new head written; the
+	// gateways' half is llmgw_snapshot_apply_seconds.
+	publishSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "llmgw_controller_publish_seconds",
+		Help:    "From the first change of a burst to the new snapshot's head ConfigMap written: debounce, listing, compiling and writing.",
+		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30},
+	})
 	objects = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "llmgw_controller_objects",
 		Help: "Objects seen in the last compilation, by kind and Ready condition status (true, false, unknown).",
 	}, []string{"kind", "ready"})
 )
 
-func init() { metrics.Registry.MustRegister(snapshotWrites, compiles, objects) }
+func init() { metrics.Registry.MustRegister(snapshotWrites, compiles, publishSeconds, objects) }
 
 // Reconciler compiles the whole namespace at once: every event maps to one
 // request, so the work queue itself collapses bursts, and the debounce below

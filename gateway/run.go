@@ -21,6 +21,7 @@ import (
 	"github.com/llmgw/llmgw/gateway/quota"
 	"github.com/llmgw/llmgw/gateway/server"
 	"github.com/llmgw/llmgw/gateway/source"
+	"github.com/llmgw/llmgw/gateway/telemetry"
 	"github.com/llmgw/llmgw/gateway/usage"
 )
 
@@ -82,6 +83,9 @@ type Gateway struct {
 	// handingOff is set while a hand-off interrupted by a crash is being
 	// finished: the peer endpoint answers 503 meanwhile.
 	handingOff atomic.Bool
+	// stopTracing flushes and stops the span exporter (a no-op when
+	// tracing is off).
+	stopTracing func(context.Context) error
 }
 
 // Run serves until ctx is cancelled, then drains (see Gateway.Wait).
@@ -146,6 +150,12 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 	var watchCtx context.Context
 	watchCtx, g.stopWatch = context.WithCancel(ctx)
 	undo = append(undo, g.stopWatch)
+	tp, stopTracing, err := telemetry.Setup(ctx, log)
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	g.stopTracing = stopTracing
+	undo = append(undo, func() { _ = stopTracing(context.Background()) })
 	if g.quota, g.closeQuota, err = openQuotaStore(cfg.QuotaStore, log, reg); err != nil {
 		return nil, err
 	}
@@ -158,7 +168,7 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 		ClientIPRPM: cfg.ClientIPRPM, ClientIPBurst: cfg.ClientIPBurst, TrustedProxies: cfg.TrustedProxies,
 		ReadRPM: cfg.ReadRPM, ReadBurst: cfg.ReadBurst, LedgerFailOpen: cfg.LedgerFailOpen,
 		MaxBodyBytesInFlight: cfg.MaxBodyBytesInFlight,
-		Quota:                g.quotaStore()})
+		Quota:                g.quotaStore(), Tracer: tp.Tracer(telemetry.TracerName)})
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +238,13 @@ func Start(ctx context.Context, cfg Config) (_ *Gateway, err error) {
 // being scaled away (Elastic), and closes the ledger after the last record
 // is written.
 func (g *Gateway) Wait(ctx context.Context) error {
+	defer func() { // last: the spans of the last requests
+		fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := g.stopTracing(fctx); err != nil {
+			g.log.Warn("spans not all exported at shutdown", "err", err)
+		}
+	}()
 	defer g.Ledger.Close()
 	defer func() { _ = g.closeQuota() }() // after the drain: the last settles
 	defer g.stopWatch()

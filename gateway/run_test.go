@@ -64,6 +64,14 @@ func TestManagementPort(t *testing.T) {
 	if body := get(t, "http://"+g.MgmtAddr+"/metrics"); !strings.Contains(body, `llmgw_usage_records_pruned_total{reason="age"} 0`) {
 		t.Fatalf("/metrics lacks the retention counter:\n%s", body)
 	}
+	// The first snapshot's apply is timed (the gateway's half of a hot load).
+	deadline0 := time.Now().Add(10 * time.Second)
+	for !strings.Contains(get(t, "http://"+g.MgmtAddr+"/metrics"), "llmgw_snapshot_apply_seconds_count 1") {
+		if time.Now().After(deadline0) {
+			t.Fatal("llmgw_snapshot_apply_seconds does not count the first apply")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if err := os.WriteFile(path, []byte(`{"providers":[{"name":"p","protocol":"openai","baseURL":"http://h:1","credential":{"file":"/etc/secret-path"}}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,10 @@ type Calls struct {
 	// oldest first, the last maxToolResults of them. Left out when there
 	// are none.
 	ToolResults []ToolResult `json:"tool_results,omitzero"`
+	// TraceParents are the W3C traceparent headers protocol calls carried,
+	// oldest first, the last maxTraceParents of them (calls without one
+	// add nothing): a test checks here that a trace reached the provider.
+	TraceParents []string `json:"traceparents,omitzero"`
 }
 
 // ToolResult is one tool result a chat call carried in its last turn, as
@@ -53,6 +57,10 @@ const (
 	// maxToolResults and maxToolResultBytes bound tool_results.
 	maxToolResults     = 32
 	maxToolResultBytes = 4096
+	// maxTraceParents bounds traceparents; a longer header than a W3C
+	// traceparent (55 characters in version 00) is cut.
+	maxTraceParents   = 64
+	maxTraceParentLen = 128
 )
 
 type callCounter struct {
@@ -73,10 +81,16 @@ func (cc *callCounter) reset() {
 		TokensByUser: map[string]Tokens{}}
 }
 
-func (cc *callCounter) arrive(path string) {
+func (cc *callCounter) arrive(path, traceparent string) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	cc.c.Total++
+	if traceparent != "" {
+		cc.c.TraceParents = append(cc.c.TraceParents, traceparent[:min(len(traceparent), maxTraceParentLen)])
+		if n := len(cc.c.TraceParents); n > maxTraceParents {
+			cc.c.TraceParents = slices.Clone(cc.c.TraceParents[n-maxTraceParents:])
+		}
+	}
 	if _, ok := cc.c.ByPath[path]; !ok && len(cc.c.ByPath) >= maxPaths {
 		path = "other"
 	}
@@ -141,5 +155,6 @@ func (cc *callCounter) snapshot() Calls {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	return Calls{Total: cc.c.Total, ByPath: maps.Clone(cc.c.ByPath), ByFault: maps.Clone(cc.c.ByFault), ByStatus: maps.Clone(cc.c.ByStatus),
-		Done: cc.c.Done, Tokens: cc.c.Tokens, TokensByUser: maps.Clone(cc.c.TokensByUser), ToolResults: slices.Clone(cc.c.ToolResults)}
+		Done: cc.c.Done, Tokens: cc.c.Tokens, TokensByUser: maps.Clone(cc.c.TokensByUser), ToolResults: slices.Clone(cc.c.ToolResults),
+		TraceParents: slices.Clone(cc.c.TraceParents)}
 }

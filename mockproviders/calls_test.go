@@ -1,8 +1,11 @@
 package mockproviders
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -121,5 +124,31 @@ func TestNewHandlerOptions(t *testing.T) {
 	}
 	if n := len(contentPieces(t, Beta, parseSSE(t, m.call(t, reqSpec{user: "x\n@mock beta:chunks=2", stream: true}).body))); n != 2 {
 		t.Fatalf("directive chunks=2 over default gave %d", n)
+	}
+}
+
+// TestCallsRecordTraceParents: /mock/calls keeps the traceparent of each
+// protocol call that carried one, oldest first, and only those.
+func TestCallsRecordTraceParents(t *testing.T) {
+	const (
+		a = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		b = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	)
+	for _, fl := range flavors {
+		t.Run(string(fl), func(t *testing.T) {
+			m := newMock(t, Options{Flavor: fl})
+			for _, tp := range []string{a, "", b} {
+				hdr := map[string]string{}
+				if tp != "" {
+					hdr["traceparent"] = tp
+				}
+				if r := m.do(t, context.Background(), reqSpec{}.body(fl), hdr); r.resp.StatusCode != http.StatusOK {
+					t.Fatalf("call: %d %s", r.resp.StatusCode, r.body)
+				}
+			}
+			if got := m.calls(t).TraceParents; !slices.Equal(got, []string{a, b}) {
+				t.Fatalf("traceparents %q, want %q", got, []string{a, b})
+			}
+		})
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/llmgw/llmgw/mockproviders/otlpsink"
 )
 
 // KeyFileEnv names the variable holding the path of the required-key file, for
@@ -29,8 +31,8 @@ func Main(ctx context.Context, args []string) error {
 func run(ctx context.Context, args []string, stderr io.Writer, getenv func(string) string, ready func(addr string)) error {
 	fs := flag.NewFlagSet("llmgw mockprovider", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	flavor := fs.String("flavor", "", "wire protocol: alpha (OpenAI: POST /v1/chat/completions, /v1/responses, /v1/embeddings) or beta (Anthropic-Messages style: POST /v1/messages, /v1/messages/count_tokens); required")
-	addr := fs.String("addr", "", "listen address host:port (default 127.0.0.1:9001 for alpha, 127.0.0.1:9002 for beta)")
+	flavor := fs.String("flavor", "", "wire protocol: alpha (OpenAI: POST /v1/chat/completions, /v1/responses, /v1/embeddings) or beta (Anthropic-Messages style: POST /v1/messages, /v1/messages/count_tokens); otlp runs a trace receiver instead (OTLP/HTTP POST /v1/traces, GET /mock/spans); required")
+	addr := fs.String("addr", "", "listen address host:port (default 127.0.0.1:9001 for alpha, 127.0.0.1:9002 for beta, 127.0.0.1:4318 for otlp)")
 	keyFile := fs.String("require-key-file", "", "file whose trimmed content is the API key clients must send (alpha: Authorization: Bearer <key>, beta: x-api-key: <key>); default $"+KeyFileEnv+"; unset means no auth")
 	chunks := fs.Int("default-chunks", DefaultChunks, fmt.Sprintf("content pieces per answer when the request has no chunks= directive (1..%d)", MaxChunks))
 	chunkDelay := fs.Duration("default-chunk-delay", 0, "wait between content pieces when the request has no chunk_delay_ms= directive (e.g. 20ms)")
@@ -39,9 +41,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, getenv func(strin
 	logFormat := fs.String("log-format", "text", "log format on stderr: text or json")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error; debug logs one line per call (never keys or message text)")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: llmgw mockprovider --flavor alpha|beta [flags]
+		fmt.Fprint(fs.Output(), `Usage: llmgw mockprovider --flavor alpha|beta|otlp [flags]
 
-Runs a mock model provider with deterministic answers and on-demand faults.
+Runs a mock model provider with deterministic answers and on-demand faults
+(alpha, beta), or a trace receiver that keeps what the gateways export over
+OTLP/HTTP and shows it at GET /mock/spans?trace_id=... (otlp).
 Faults: a line in the last user turn like
   @mock alpha:status=503 beta:chunks=5 *:delay_ms=200
 Keys: status retry_after delay_ms first_byte_delay_ms chunks chunk_delay_ms
@@ -82,7 +86,13 @@ Flags:
 		DefaultDelay:      *delay,
 		Logger:            logger,
 	}
+	var h http.Handler
 	switch opts.Flavor {
+	case flavorOTLP:
+		if *addr == "" {
+			*addr = "127.0.0.1:4318"
+		}
+		h = otlpsink.New().Handler()
 	case Alpha:
 		if *addr == "" {
 			*addr = "127.0.0.1:9001"
@@ -92,9 +102,9 @@ Flags:
 			*addr = "127.0.0.1:9002"
 		}
 	case "":
-		return errors.New("--flavor is required (alpha or beta)")
+		return errors.New("--flavor is required (alpha, beta or otlp)")
 	default:
-		return fmt.Errorf("--flavor %q: want alpha or beta", *flavor)
+		return fmt.Errorf("--flavor %q: want alpha, beta or otlp", *flavor)
 	}
 	if *chunks < 1 {
 		return fmt.Errorf("--default-chunks must be at least 1")
@@ -113,9 +123,12 @@ Flags:
 		}
 		opts.RequireKey = key
 	}
-	h, err := NewHandler(opts)
-	if err != nil {
-		return err
+	if h == nil {
+		mh, err := NewHandler(opts)
+		if err != nil {
+			return err
+		}
+		h = mh
 	}
 
 	ln, err := net.Listen("tcp", *addr)
@@ -161,6 +174,9 @@ Flags:
 	logger.Info("stopped")
 	return nil
 }
+
+// flavorOTLP runs the trace receiver of package otlpsink, not a provider.
+const flavorOTLP Flavor = "otlp"
 
 // readKeyFile refuses an empty key: silently running without auth would let a
 // credential-injection test pass for the wrong reason. Errors name the path only.

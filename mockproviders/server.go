@@ -183,7 +183,7 @@ func (h *handler) paths() []string {
 }
 
 func (h *handler) serveProtocol(rw http.ResponseWriter, r *http.Request) {
-	h.calls.arrive(r.URL.Path)
+	h.calls.arrive(r.URL.Path, r.Header.Get("traceparent"))
 	start := time.Now()
 	w := &statusWriter{ResponseWriter: rw}
 	c := &callState{}

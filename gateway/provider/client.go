@@ -16,6 +16,8 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmgw/llmgw/api/wire/openai"
 	"github.com/llmgw/llmgw/gateway/translate"
@@ -171,10 +173,18 @@ func (b *base) post(ctx context.Context, call Call, stream bool) (*http.Response
 	if stream {
 		req.Header = b.headers[1]
 	}
-	if b.client.Jar != nil || len(call.Header) > 0 {
+	// The trace context the request runs in (the gateway's attempt span,
+	// or with tracing off the caller's own traceparent, passed on
+	// unchanged) goes to the provider; without one, nothing is done.
+	sc := trace.SpanContextFromContext(ctx)
+	if b.client.Jar != nil || len(call.Header) > 0 || sc.IsValid() {
 		// http.Client adds the jar's cookies to the request's own map, and
-		// forwarded headers go over the shared ones: a copy of its own.
+		// forwarded headers and the trace context go over the shared ones:
+		// a copy of its own.
 		req.Header = forward(req.Header.Clone(), call.Header)
+		if sc.IsValid() {
+			traceContext.Inject(ctx, propagation.HeaderCarrier(req.Header))
+		}
 	}
 	resp, err := b.send(req)
 	body = nil
@@ -199,6 +209,13 @@ func forward(h, caller http.Header) http.Header {
 	}
 	return h
 }
+
+// traceContext writes a request's trace context into its headers as W3C
+// traceparent and tracestate: the propagator of gateway/telemetry
+// (telemetry.Propagator), named here rather than taken from otel's
+// globals, so that what a provider receives does not depend on what else
+// in the process set them.
+var traceContext propagation.TextMapPropagator = propagation.TraceContext{}
 
 // forwardable are the caller's headers a provider of the caller's own
 // protocol gets (canonical names): Anthropic's API version and beta flags,

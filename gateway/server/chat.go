@@ -15,8 +15,11 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/api/tokens"
+	"github.com/llmgw/llmgw/gateway/telemetry"
 	"github.com/llmgw/llmgw/gateway/translate"
 	"github.com/llmgw/llmgw/gateway/usage"
 )
@@ -50,6 +53,16 @@ type exchange struct {
 	hold     *quotaHold    // the request's quota reservation (quota.go)
 	deadline time.Time     // the alias's total deadline, from admission
 	times    exchangeTimes // for the histograms (exchange_metrics.go)
+	// ctx is the request's context with its trace context (tracing.go);
+	// span its server span and attempt the running attempt's client span,
+	// nil when tracing is off or the span has ended.
+	ctx     context.Context
+	span    trace.Span
+	attempt trace.Span
+	// finish is why the model stopped, as the answering provider said it
+	// (translate.Answer.FinishReason, Chunk.FinishReason), for the server
+	// span; "" when it said none.
+	finish string
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
@@ -89,6 +102,7 @@ func (s *Server) handleExchange(w http.ResponseWriter, r *http.Request, ing *ing
 	if ing.api == apiAnthropic {
 		w.Header()[hdrAnthropicRequestID] = []string{x.rec.RequestID}
 	}
+	x.startSpan()
 	n := s.inflight.Add(1)
 	s.metrics.inflight.Inc()
 	defer func() {
@@ -112,7 +126,7 @@ func (x *exchange) serve(inflight int64) {
 		return
 	}
 	x.deadline = time.Now().Add(ms(x.alias.Timeouts.TotalMs))
-	ctx, cancel := context.WithDeadline(x.r.Context(), x.deadline)
+	ctx, cancel := context.WithDeadline(x.runContext(), x.deadline)
 	defer cancel()
 	if x.p.stream {
 		x.relaySSE(ctx)
@@ -344,16 +358,21 @@ func (x *exchange) finalize(status string, httpStatus int) {
 	}
 	x.s.metrics.request(x.ing.endpoint, label, status, httpStatus)
 	x.logLine(status, httpStatus)
+	x.endSpan(status, httpStatus)
 }
 
 // logLine writes the request's one log line, named after its endpoint:
-// the fields of its final record.
+// the fields of its final record, and its trace_id and span_id when it has
+// a trace context (tracing.go).
 func (x *exchange) logLine(status string, httpStatus int) {
-	x.s.log.LogAttrs(context.Background(), slog.LevelInfo, x.ing.endpoint, slog.String("request_id", x.rec.RequestID),
+	var buf [14]slog.Attr // on the stack: the two trace attributes fit without a second array
+	attrs := append(buf[:0], slog.String("request_id", x.rec.RequestID),
 		slog.String("key_id", x.rec.KeyID), slog.String("alias", x.rec.Alias), slog.String("provider", x.rec.Provider),
 		slog.String("status", status), slog.Int("http_status", httpStatus), slog.String("error_type", x.rec.ErrorType),
 		slog.Int("fallbacks", x.rec.Fallbacks), slog.Bool("stream", x.rec.Stream), slog.Int("input_tokens", x.rec.InputTokens),
 		slog.Int("output_tokens", x.rec.OutputTokens), slog.Int64("latency_ms", x.rec.LatencyMs))
+	attrs = telemetry.AppendLogAttrs(attrs, x.spanContext())
+	x.s.log.LogAttrs(context.Background(), slog.LevelInfo, x.ing.endpoint, attrs...)
 }
 
 // detached is a context for work the request needs done even if its client

@@ -48,6 +48,7 @@ func (x *exchange) answerJSON(a *translate.Answer) {
 		u = *a.Usage
 	}
 	x.setUsage(u)
+	x.finish = a.FinishReason
 	// The final record is durable before the first byte.
 	x.finalize(statusSuccess, http.StatusOK)
 	h := x.w.Header()

@@ -30,11 +30,22 @@ type exchangeTimes struct {
 	attemptStart time.Time     // the running provider attempt's start (route)
 	upstream     time.Duration // time in finished provider attempts
 	clientBody   time.Duration // time reading the request body
-	series       *routeSeries  // set once a provider's answer reached the client
+	// firstContent is the time from the request's arrival to a stream's
+	// first content flushed to the client (0: none was).
+	firstContent time.Duration
+	series       *routeSeries // set once a provider's answer reached the client
+	genai        *genaiSeries // set with series: the answering route's (genai_metrics.go)
 }
 
 // routeKey is an endpoint, alias and provider.
 type routeKey struct{ endpoint, alias, provider string }
+
+// clone is k with private copies of the names: a cached key must not pin
+// the snapshot its names came from. The endpoint is one of the ingresses'
+// constant names.
+func (k routeKey) clone() routeKey {
+	return routeKey{k.endpoint, strings.Clone(k.alias), strings.Clone(k.provider)}
+}
 
 // routeSeries are one pair's histogram children, resolved once per pair so
 // that an observation is a cached map read and atomic adds, with no label
@@ -43,54 +54,65 @@ type routeSeries struct {
 	addedJSON, addedSSE, ttfc, inputTokens, outputTokens prometheus.Observer
 }
 
-// routeSeriesCache maps pairs to their children. Readers take no lock: the
-// map is replaced, never modified, and each pair is added once. A pair of an
-// alias or provider that left the configuration keeps its series until the
-// process restarts, like llmgw_requests_total's.
-type routeSeriesCache struct {
+// seriesCache maps label combinations (K) to their resolved children (V).
+// Readers take no lock: the map is replaced, never modified, and each
+// combination is added once. A combination of an alias or provider that
+// left the configuration keeps its series until the process restarts, like
+// llmgw_requests_total's.
+type seriesCache[K cacheKey[K], V any] struct {
 	mu sync.Mutex
-	m  atomic.Pointer[map[routeKey]*routeSeries]
+	m  atomic.Pointer[map[K]*V]
+}
+
+// cacheKey is a label combination: comparable, and able to copy its names
+// out of the snapshot they came from.
+type cacheKey[K any] interface {
+	comparable
+	clone() K
+}
+
+// get returns k's children, resolved by build (from m's vectors) the first
+// time k is seen. build is a plain function, not a closure, so that a
+// lookup allocates nothing.
+func (c *seriesCache[K, V]) get(k K, m *Metrics, build func(*Metrics, K) *V) *V {
+	if cur := c.m.Load(); cur != nil {
+		if v, ok := (*cur)[k]; ok {
+			return v
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var old map[K]*V
+	if cur := c.m.Load(); cur != nil {
+		old = *cur
+		if v, ok := old[k]; ok {
+			return v
+		}
+	}
+	k = k.clone()
+	v := build(m, k)
+	next := make(map[K]*V, 1+len(old))
+	maps.Copy(next, old)
+	next[k] = v
+	c.m.Store(&next)
+	return v
 }
 
 // routeSeries returns the children of an endpoint (one of the ingresses'
 // names), alias and provider (configured names: the caller's requested
 // model never comes here).
 func (m *Metrics) routeSeries(endpoint, alias, provider string) *routeSeries {
-	k := routeKey{endpoint, alias, provider}
-	if cur := m.routes.m.Load(); cur != nil {
-		if rs, ok := (*cur)[k]; ok {
-			return rs
-		}
-	}
-	m.routes.mu.Lock()
-	defer m.routes.mu.Unlock()
-	cur := m.routes.m.Load()
-	if cur != nil {
-		if rs, ok := (*cur)[k]; ok {
-			return rs
-		}
-	}
-	// Private copies: the names must not pin the snapshot they came from.
-	k = routeKey{endpoint, strings.Clone(alias), strings.Clone(provider)}
-	rs := &routeSeries{
+	return m.routes.get(routeKey{endpoint, alias, provider}, m, buildRouteSeries)
+}
+
+func buildRouteSeries(m *Metrics, k routeKey) *routeSeries {
+	return &routeSeries{
 		addedJSON:    m.added.WithLabelValues(k.endpoint, k.alias, k.provider, "false"),
 		addedSSE:     m.added.WithLabelValues(k.endpoint, k.alias, k.provider, "true"),
 		ttfc:         m.ttfc.WithLabelValues(k.endpoint, k.alias, k.provider),
 		inputTokens:  m.tokens.WithLabelValues(k.endpoint, k.alias, k.provider, "input"),
 		outputTokens: m.tokens.WithLabelValues(k.endpoint, k.alias, k.provider, "output"),
 	}
-	next := make(map[routeKey]*routeSeries, 1+len(deref(cur)))
-	maps.Copy(next, deref(cur))
-	next[k] = rs
-	m.routes.m.Store(&next)
-	return rs
-}
-
-func deref(m *map[routeKey]*routeSeries) map[routeKey]*routeSeries {
-	if m == nil {
-		return nil
-	}
-	return *m
 }
 
 // elapsed is the time since the request arrived. It reads the monotonic
@@ -101,7 +123,16 @@ func (x *exchange) elapsed() time.Duration { return time.Since(x.start) }
 // tokens are observed under its route's series (observeEnd), whether or
 // not anything reaches the client.
 func (x *exchange) observeCommit(rl *sseRelay) {
-	x.times.series = x.s.metrics.routeSeries(x.ing.endpoint, x.alias.Name, rl.sa.route.Provider)
+	x.answered(rl.sa.route.Provider, rl.sa.route.Model, true)
+}
+
+// answered resolves the series of the route whose answer reaches the
+// client: provider and model, configured names, as its record names them.
+func (x *exchange) answered(provider, model string, stream bool) {
+	m := x.s.metrics
+	x.times.series = m.routeSeries(x.ing.endpoint, x.alias.Name, provider)
+	x.times.genai = m.genaiSeries(genaiKey{endpoint: x.ing.endpoint, alias: x.alias.Name, provider: provider,
+		protocol: x.protocolOf(provider), model: model, stream: stream})
 }
 
 // observeFirstWrite runs once a committed stream's first write (the head,
@@ -114,22 +145,32 @@ func (x *exchange) observeFirstWrite(rl *sseRelay) {
 	since := x.elapsed()
 	t.series.addedSSE.Observe((since - t.clientBody - rl.providerTime).Seconds())
 	if rl.sa.said {
-		t.series.ttfc.Observe(since.Seconds())
+		t.firstContent = since
+		s := since.Seconds()
+		t.series.ttfc.Observe(s)
+		t.genai.ttft.Observe(s)
 	}
 }
 
-// observeEnd runs once the handler is done with the exchange: a JSON answer's
-// added latency, and the tokens of every request a provider answered (a
-// committed stream's whatever its end, as its record counts them).
+// observeEnd runs once the handler is done with the exchange, its record
+// final: a JSON answer's added latency, the tokens of every request a
+// provider answered (a committed stream's whatever its end, as its record
+// counts them), and the GenAI series of every request that reached routing
+// (observeModelRequest).
 func (x *exchange) observeEnd() {
 	t := &x.times
-	if t.series == nil {
-		if x.rec.Status != statusSuccess || x.rec.Stream || x.alias == nil {
-			return // refused, failed, or a stream that never committed
-		}
-		t.series = x.s.metrics.routeSeries(x.ing.endpoint, x.alias.Name, x.rec.Provider)
+	if t.series == nil && x.rec.Status == statusSuccess && !x.rec.Stream && x.alias != nil {
+		x.answered(x.rec.Provider, x.rec.ProviderModel, false)
 		t.series.addedJSON.Observe((x.elapsed() - t.clientBody - t.upstream).Seconds())
 	}
-	t.series.inputTokens.Observe(float64(x.rec.InputTokens))
-	t.series.outputTokens.Observe(float64(x.rec.OutputTokens))
+	if t.series != nil {
+		t.series.inputTokens.Observe(float64(x.rec.InputTokens))
+		t.series.outputTokens.Observe(float64(x.rec.OutputTokens))
+		t.genai.observeTokens(&x.rec)
+	}
+	// A record names a provider once a route was tried: the request
+	// passed admission and reached routing. (Refused, it has none.)
+	if x.alias != nil && x.rec.Provider != "" {
+		x.observeModelRequest()
+	}
 }

@@ -28,7 +28,8 @@ func benchExchange(b *testing.B) *exchange {
 	for i := range 200 {
 		s.metrics.routeSeries("chat", "alias-"+string(rune('a'+i%26))+string(rune('a'+i/26)), "provider")
 	}
-	x := &exchange{s: s, start: time.Now(), alias: &snapshot.Alias{Name: "chat-alpha"}}
+	x := &exchange{s: s, start: time.Now(), alias: &snapshot.Alias{Name: "chat-alpha"}, ing: &chatIngress,
+		st: &state{protocols: map[string]string{"alpha": "openai"}}}
 	x.rec.Provider, x.rec.Status, x.rec.InputTokens, x.rec.OutputTokens = "alpha", statusSuccess, 21, 240
 	return x
 }
@@ -104,9 +105,9 @@ func BenchmarkObserveJSONWithLabelValues(b *testing.B) {
 	for b.Loop() {
 		t0 := x.elapsed()
 		body := x.elapsed() - t0
-		m.added.WithLabelValues(x.alias.Name, x.rec.Provider, "false").Observe((x.elapsed() - body).Seconds())
-		m.tokens.WithLabelValues(x.alias.Name, x.rec.Provider, "input").Observe(float64(x.rec.InputTokens))
-		m.tokens.WithLabelValues(x.alias.Name, x.rec.Provider, "output").Observe(float64(x.rec.OutputTokens))
+		m.added.WithLabelValues(x.ing.endpoint, x.alias.Name, x.rec.Provider, "false").Observe((x.elapsed() - body).Seconds())
+		m.tokens.WithLabelValues(x.ing.endpoint, x.alias.Name, x.rec.Provider, "input").Observe(float64(x.rec.InputTokens))
+		m.tokens.WithLabelValues(x.ing.endpoint, x.alias.Name, x.rec.Provider, "output").Observe(float64(x.rec.OutputTokens))
 	}
 }
 

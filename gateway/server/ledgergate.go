@@ -46,6 +46,7 @@ func (x *exchange) refuseUnrecorded(e *apiError) {
 	x.s.metrics.request(x.ing.endpoint, "", statusRejected, e.status)
 	x.s.log.Warn("chat refused: usage store unavailable, no record written", "request_id", x.rec.RequestID,
 		"http_status", e.status, "error_code", e.code)
+	x.endSpan(statusRejected, e.status)
 	x.ing.api.writeError(x.w, e, x.rec.RequestID)
 }
 

@@ -15,6 +15,7 @@ type Metrics struct {
 	reloads       *prometheus.CounterVec
 	snapshotInfo  *prometheus.GaugeVec
 	reloadFailing prometheus.Gauge
+	applySeconds  prometheus.Histogram
 	inflight      prometheus.Gauge
 
 	breakerState       *prometheus.GaugeVec
@@ -28,7 +29,18 @@ type Metrics struct {
 	added  *prometheus.HistogramVec
 	ttfc   *prometheus.HistogramVec
 	tokens *prometheus.HistogramVec
-	routes routeSeriesCache
+	routes seriesCache[routeKey, routeSeries]
+
+	// The OpenTelemetry GenAI semantic conventions' series and the cost
+	// (genai_metrics.go), cached the same way.
+	genaiTokens   *prometheus.HistogramVec
+	genaiDuration *prometheus.HistogramVec
+	genaiTTFT     *prometheus.HistogramVec
+	genaiTPOT     *prometheus.HistogramVec
+	cost          *prometheus.CounterVec
+	genai         seriesCache[genaiKey, genaiSeries]
+	failed        seriesCache[failedKey, failedSeries]
+	costs         seriesCache[costKey, costSeries]
 }
 
 // Histogram buckets. Added latency must resolve tens of microseconds (the
@@ -47,7 +59,7 @@ var (
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmgw_requests_total",
-			Help: "Requests that route to providers, by endpoint (chat, embeddings, messages), alias, final status and HTTP status."}, []string{"endpoint", "alias", "status", "code"}),
+			Help: "Requests that route to providers, by endpoint (chat, embeddings, messages, responses), alias, final status and HTTP status."}, []string{"endpoint", "alias", "status", "code"}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmgw_provider_attempts_total",
 			Help: "Upstream attempts by provider and outcome."}, []string{"provider", "outcome"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmgw_snapshot_reloads_total",
@@ -56,8 +68,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 for the running snapshot version."}, []string{"version"}),
 		reloadFailing: prometheus.NewGauge(prometheus.GaugeOpts{Name: "llmgw_snapshot_last_reload_failed",
 			Help: "1 while the newest snapshot seen was rejected and an older one is still served."}),
+		applySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "llmgw_snapshot_apply_seconds",
+			Help:    "The gateway's half of a hot load: building a new snapshot's routing state and swapping it in (the controller's half is llmgw_controller_publish_seconds).",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}}),
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "llmgw_inflight_requests",
-			Help: "Chat requests in flight."}),
+			Help: "Model requests in flight, every endpoint that routes to providers (chat, embeddings, messages, responses), from arrival to the handler's end."}),
 		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "llmgw_provider_breaker_state",
 			Help: "Circuit breaker state per provider: 0 closed, 1 half-open, 2 open."}, []string{"provider"}),
 		breakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmgw_provider_breaker_transitions_total",
@@ -75,11 +90,26 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		tokens: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "llmgw_request_tokens",
 			Help:    "Tokens per request a provider answered, by kind (input, output), as recorded in the request's usage record.",
 			Buckets: tokenBuckets}, []string{"endpoint", "alias", "provider", "kind"}),
+		genaiTokens: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gen_ai_client_token_usage",
+			Help:    "OpenTelemetry GenAI gen_ai.client.token.usage: tokens per request a provider answered, by type (input; output, except embeddings), as recorded in the request's usage record.",
+			Buckets: genaiTokenBuckets}, genaiTokenLabels),
+		genaiDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gen_ai_server_request_duration_seconds",
+			Help:    "OpenTelemetry GenAI gen_ai.server.request.duration: every request that reached routing, from its arrival to its usage record's end (a stream's whole answer); error_type is empty on success. gen_ai_provider_name and gen_ai_response_model are empty when no provider's answer reached the client.",
+			Buckets: genaiDurationBuckets}, genaiDurationLabels),
+		genaiTTFT: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gen_ai_server_time_to_first_token_seconds",
+			Help:    "OpenTelemetry GenAI gen_ai.server.time_to_first_token: streams, from the request's arrival to the first content event flushed to the client (as llmgw_time_to_first_content_seconds).",
+			Buckets: genaiTTFTBuckets}, genaiStreamLabels),
+		genaiTPOT: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gen_ai_server_time_per_output_token_seconds",
+			Help:    "OpenTelemetry GenAI gen_ai.server.time_per_output_token: successful streams of at least 2 output tokens, (request duration - time to first token) / (output tokens - 1).",
+			Buckets: genaiTPOTBuckets}, genaiStreamLabels),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "llmgw_cost_total",
+			Help: "Cost of priced requests, in units of currency, as their usage records price them."}, costLabels),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.attempts, m.reloads, m.snapshotInfo, m.reloadFailing, m.inflight,
+		reg.MustRegister(m.requests, m.attempts, m.reloads, m.snapshotInfo, m.reloadFailing, m.applySeconds, m.inflight,
 			m.breakerState, m.breakerTransitions, m.breakerSkips, m.credentialUnavailable,
-			m.added, m.ttfc, m.tokens)
+			m.added, m.ttfc, m.tokens,
+			m.genaiTokens, m.genaiDuration, m.genaiTTFT, m.genaiTPOT, m.cost)
 	}
 	return m
 }

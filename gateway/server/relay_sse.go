@@ -36,6 +36,7 @@ func (x *exchange) relaySSE(ctx context.Context) {
 		// The verdict first, then the bytes: once the client has the first
 		// content, the breaker already counts the stream as a success.
 		streamCommitted(ctx)
+		x.committed() // the attempt's client span ends at the commit point, like its latency
 		rl = x.commit(sa)
 		return rl.pump(ctx)
 	})
@@ -65,6 +66,7 @@ type streamAttempt struct {
 	ended  bool     // the upstream finished before the commit point
 	said   bool     // the commit chunk arrived: the stream said something
 	usage  *translate.Usage
+	finish string // the provider's finish reason, once a chunk reported it
 }
 
 // openStream calls one route and reads up to its commit chunk within the
@@ -132,6 +134,9 @@ func (sa *streamAttempt) absorb(c *translate.Chunk) {
 	if c.Usage != nil {
 		u := *c.Usage
 		sa.usage = &u
+	}
+	if c.FinishReason != "" {
+		sa.finish = c.FinishReason
 	}
 }
 
@@ -284,6 +289,7 @@ func (rl *sseRelay) end(f *failure) {
 		u = *sa.usage
 	}
 	x.setUsage(u)
+	x.finish = sa.finish
 	switch {
 	case f == nil && gone:
 		x.canceled()
@@ -291,6 +297,9 @@ func (rl *sseRelay) end(f *failure) {
 	case f == nil:
 		buf := rl.heldBuf()
 		for _, c := range sa.ts.End(recordUsage(&x.rec), nil) {
+			if c.FinishReason != "" { // a protocol that says it last (translate.Chunk)
+				x.finish = c.FinishReason
+			}
 			buf = appendEvent(buf, c.Event, c.Data)
 		}
 		rl.buf = x.ing.api.appendEnd(buf)

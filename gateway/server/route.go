@@ -30,6 +30,7 @@ func (x *exchange) route(ctx context.Context, attempt func(context.Context, *can
 		if _, down := x.st.unavailable[rt.Provider]; down {
 			// No credential, no call: pass it over like an open breaker,
 			// and end on it (recorded, never sent) when it is the last.
+			x.skipped(rt.Provider, skipCredential)
 			if i < last {
 				continue
 			}
@@ -39,6 +40,7 @@ func (x *exchange) route(ctx context.Context, attempt func(context.Context, *can
 		}
 		t, skip := x.s.breakers.admit(rt.Provider, i >= last)
 		if skip {
+			x.skipped(rt.Provider, skipCircuitOpen)
 			continue
 		}
 		actx := ctx
@@ -47,7 +49,7 @@ func (x *exchange) route(ctx context.Context, attempt func(context.Context, *can
 		}
 		t0 := x.s.now()
 		x.times.attemptStart = t0
-		f := attempt(actx, c)
+		f := attempt(x.startAttempt(actx, c), c)
 		x.addAttempt(rt, f, t0, t)
 		if f == nil {
 			return nil
@@ -103,6 +105,7 @@ func (x *exchange) addAttempt(rt snapshot.Route, f *failure, t0 time.Time, t *ti
 			code = f.err.StatusCode
 		}
 	}
+	x.endAttempt(outcome, code)
 	now := x.s.now()
 	x.times.upstream += now.Sub(t0)
 	x.rec.Attempts = append(x.rec.Attempts, usage.Attempt{Provider: rt.Provider, Model: rt.Model,

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/llmgw/llmgw/api/snapshot"
 	"github.com/llmgw/llmgw/gateway/quota"
 	"github.com/llmgw/llmgw/gateway/ratelimit"
@@ -53,6 +55,10 @@ type Options struct {
 	// instead of refusing them with 503 usage_store_unavailable; the records
 	// they lose are counted (usage.Stats.Unrecorded).
 	LedgerFailOpen bool
+	// Tracer makes a span of every model request and provider attempt
+	// (tracing.go); nil or a no-op tracer: tracing off, at no cost per
+	// request (a caller's traceparent still reaches the provider).
+	Tracer trace.Tracer
 }
 
 // Server is the data plane. Create it with New, publish config with Apply.
@@ -69,7 +75,8 @@ type Server struct {
 	health   providerHealth
 	breakers breakerSet
 	inflight atomic.Int64
-	bodies   *bodyBudget // what in-flight request bodies may hold (bodybudget.go)
+	bodies   *bodyBudget  // what in-flight request bodies may hold (bodybudget.go)
+	tracer   trace.Tracer // nil: tracing off (tracing.go)
 
 	// readLimiter is the per-key bucket of /v1/usage and /v1/models, apart
 	// from the chat bucket (quota); abuse holds the flag-set limits.
@@ -97,7 +104,7 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("server: a usage ledger is required")
 	}
 	s := &Server{ledger: opts.Ledger, log: opts.Logger, creds: opts.Credentials, metrics: opts.Metrics, now: time.Now, peers: opts.Peers,
-		credKick: make(chan struct{}, 1)}
+		credKick: make(chan struct{}, 1), tracer: tracerOf(opts.Tracer)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -150,11 +157,13 @@ func (s *Server) apply(ctx context.Context, snap *snapshot.Snapshot, err error) 
 		s.ReportReloadError(err)
 		return err
 	}
+	t0 := time.Now()
 	st := s.buildState(ctx, snap, s.state.Load())
 	s.breakers.sync(snap.Providers) // before the swap: every provider of st has its breaker
 	old := s.state.Swap(st)
 	s.clearReloadError()
 	s.metrics.reload(true, snap.Version)
+	s.metrics.applySeconds.Observe(time.Since(t0).Seconds())
 	keep := make(map[string]bool, len(snap.Keys))
 	for _, k := range snap.Keys {
 		keep[k.ID] = true

@@ -92,6 +92,7 @@ func (anthropicToAnthropic) Answer(raw []byte, m *Meta) (*Answer, error) {
 		typ     string
 		content jsontext.Value // read only for Text, when there is no usage
 		counts  aaUsage
+		stop    laxReason
 	)
 	body, err := relayObject(make([]byte, 0, len(raw)+len(m.Alias)+1), raw, m.Alias, "malformed response JSON", func(mb *member) (bool, error) {
 		switch mb.name {
@@ -101,6 +102,8 @@ func (anthropicToAnthropic) Answer(raw []byte, m *Meta) (*Answer, error) {
 			}
 		case "content":
 			content = mb.value
+		case "stop_reason":
+			_ = json.Unmarshal(mb.value, &stop, lenient) // a reason of another type is none
 		case "usage":
 			var u anthropic.Usage
 			if err := json.Unmarshal(mb.value, &u, lenient); err != nil {
@@ -121,7 +124,7 @@ func (anthropicToAnthropic) Answer(raw []byte, m *Meta) (*Answer, error) {
 	case typ != anthropic.TypeMessage && content.Kind() != '[':
 		return nil, malformed("answer is not a message")
 	}
-	a := &Answer{Body: append(body, '\n'), Usage: counts.usage()}
+	a := &Answer{Body: append(body, '\n'), Usage: counts.usage(), FinishReason: string(stop)}
 	if a.Usage == nil {
 		var blocks []anthropic.ContentBlock
 		if err := json.Unmarshal(content, &blocks, lenient); err != nil && len(content) > 0 {
@@ -215,6 +218,7 @@ func (s *aaStream) Event(typ, data []byte, out []Chunk) ([]Chunk, bool, error) {
 			s.counts.add(e.Usage, true)
 			c.Usage = s.counts.usage()
 		}
+		c.FinishReason = e.Delta.StopReason
 	default:
 		// An error event is a *Failure (the server writes the caller's
 		// error event itself, redacted); message_stop, content_block_stop,

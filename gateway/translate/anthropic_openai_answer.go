@@ -65,7 +65,7 @@ func (anthropicToOpenAI) Answer(raw []byte, m *Meta) (*Answer, error) {
 		ID: m.ID, Type: anthropic.TypeMessage, Role: anthropic.RoleAssistant, Model: m.Alias,
 		Content: content, StopReason: &stop,
 	}
-	a := &Answer{}
+	a := &Answer{FinishReason: c.FinishReason}
 	if r.Usage != nil {
 		a.Usage = oaiUsage(r.Usage)
 		msg.Usage = aoUsageJSON(a.Usage)

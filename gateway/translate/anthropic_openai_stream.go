@@ -33,7 +33,9 @@ type aoStream struct {
 	meta    *Meta
 	buf     []byte
 	started bool // message_start written
-	finish  string
+	// finish is the provider's finish_reason (choice 0's): message_delta's
+	// stop_reason, mapped, and its chunk's FinishReason, as it came.
+	finish string
 
 	// The open content block: its index, whether it is text, and the
 	// number of blocks so far (the next one's index).
@@ -213,6 +215,6 @@ func (s *aoStream) End(u Usage, out []Chunk) []Chunk {
 		Delta: anthropic.MessageDeltaBody{StopReason: aoStopReason(s.finish)},
 		Usage: &anthropic.Usage{InputTokens: &in, CacheReadInputTokens: &cached, OutputTokens: &u.OutputTokens},
 	}
-	out = s.emit(out, anthropic.EventMessageDelta, &d, Chunk{})
+	out = s.emit(out, anthropic.EventMessageDelta, &d, Chunk{FinishReason: s.finish})
 	return s.emit(out, anthropic.EventMessageStop, &anthropic.TypeOnly{Type: anthropic.EventMessageStop}, Chunk{})
 }

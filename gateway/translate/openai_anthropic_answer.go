@@ -80,7 +80,7 @@ func (antPair) Answer(raw []byte, m *Meta) (*Answer, error) {
 		ID: m.ID, Object: openai.ObjectCompletion, Created: m.Created, Model: m.Alias,
 		Choices: []openai.Choice{{Message: msg, FinishReason: antFinishReason(antDeref(r.StopReason))}},
 	}
-	a := &Answer{}
+	a := &Answer{FinishReason: antDeref(r.StopReason)}
 	if in, cached, ok := antInput(r.Usage); ok && r.Usage.OutputTokens != nil {
 		// Both counts or none: half of them would bill a guess as the
 		// provider's number.

@@ -195,7 +195,7 @@ func (s *antStream) messageDelta(data []byte, out []Chunk) ([]Chunk, bool, error
 		return out, false, antMalformedEvent()
 	}
 	s.counts.note(e.Usage)
-	c := Chunk{Usage: s.counts.final(e.Usage)}
+	c := Chunk{Usage: s.counts.final(e.Usage), FinishReason: e.Delta.StopReason}
 	s.reason = antFinishReason(e.Delta.StopReason)
 	s.choice[0] = openai.ChunkChoice{FinishReason: &s.reason}
 	return s.emit(out, c), false, nil

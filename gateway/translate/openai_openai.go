@@ -86,7 +86,8 @@ func (s *oaiSaid) appendText(b []byte) (_ []byte, said bool) {
 
 // oaiAnswerChoice is what the gateway reads of an answer's choice.
 type oaiAnswerChoice struct {
-	Message oaiSaid `json:"message"`
+	Message      oaiSaid   `json:"message"`
+	FinishReason laxReason `json:"finish_reason"`
 }
 
 func (openAIToOpenAI) Answer(raw []byte, m *Meta) (*Answer, error) {
@@ -116,6 +117,7 @@ func (openAIToOpenAI) Answer(raw []byte, m *Meta) (*Answer, error) {
 		return nil, malformed("response has no choices")
 	}
 	a.Body = append(body, '\n')
+	a.FinishReason = string(choices[0].FinishReason)
 	if a.Usage == nil {
 		var text []byte
 		for i := range choices {
@@ -139,9 +141,12 @@ type oaiPassStream struct {
 }
 
 // oaiChunkChoice is what the gateway reads of a chunk's choice: whether it
-// says anything (the commit point) and what, for its own count.
+// says anything (the commit point) and what, for its own count; why it
+// finished, for the gateway's telemetry.
 type oaiChunkChoice struct {
-	Delta struct {
+	Index        laxIndex  `json:"index"`
+	FinishReason laxReason `json:"finish_reason"`
+	Delta        struct {
 		oaiSaid      `json:",inline"`
 		FunctionCall *struct {
 			Arguments string `json:"arguments"`
@@ -201,6 +206,9 @@ func (s *oaiPassStream) Event(_, data []byte, out []Chunk) ([]Chunk, bool, error
 		}
 		if said || deref(d.ReasoningContent) != "" || deref(d.Reasoning) != "" {
 			c.Commit = true
+		}
+		if s.choices[i].Index == 0 && s.choices[i].FinishReason != "" {
+			c.FinishReason = string(s.choices[i].FinishReason) // the first choice's, as in an answer
 		}
 	}
 	c.Text = string(text)

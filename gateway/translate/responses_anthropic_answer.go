@@ -27,7 +27,7 @@ func (p *responsesToAnthropic) Answer(raw []byte, m *Meta) (*Answer, error) {
 			w.toolArgs(nil, at, args)
 		}
 	}
-	w.finish(rsAntFinish(antDeref(r.StopReason)))
+	w.finish(antDeref(r.StopReason), rsAntFinish(antDeref(r.StopReason)))
 	var u *Usage
 	if in, cached, ok := antInput(r.Usage); ok && r.Usage.OutputTokens != nil {
 		// Both counts or none: half of them would bill a guess as the

@@ -88,7 +88,7 @@ func (s *rsAntStream) messageDelta(data []byte, out []Chunk) ([]Chunk, bool, err
 		return out, false, antMalformedEvent()
 	}
 	s.counts.note(e.Usage)
-	s.w.finish(rsAntFinish(e.Delta.StopReason))
+	s.w.finish(e.Delta.StopReason, rsAntFinish(e.Delta.StopReason))
 	out = s.w.closeAll(s.w.start(out))
 	if u := s.counts.final(e.Usage); u != nil {
 		out = append(out, Chunk{Usage: u})

@@ -16,7 +16,7 @@ func (p *responsesToOpenAI) Answer(raw []byte, m *Meta) (*Answer, error) {
 		i, _ := w.toolStart(nil, tc.ID, tc.Function.Name)
 		w.toolArgs(nil, i, tc.Function.Arguments)
 	}
-	w.finish(rsChatFinish(c.FinishReason))
+	w.finish(c.FinishReason, rsChatFinish(c.FinishReason))
 	var u *Usage
 	if r.Usage != nil {
 		u = oaiUsage(r.Usage)

@@ -49,7 +49,7 @@ func (s *rsChatStream) Event(_, data []byte, out []Chunk) ([]Chunk, bool, error)
 			out = s.toolCall(out, &c.Delta.ToolCalls[j])
 		}
 		if c.FinishReason != nil && *c.FinishReason != "" {
-			s.w.finish(rsChatFinish(*c.FinishReason))
+			s.w.finish(*c.FinishReason, rsChatFinish(*c.FinishReason))
 			out = s.w.closeAll(out)
 		}
 	}

@@ -57,11 +57,26 @@ func rrReadUsage(v jsontext.Value) (*Usage, error) {
 // error is null (relayObject reports one with an error).
 func rrFailed() *Failure { return &Failure{Message: "the response failed"} }
 
+// rrReason is why a response ended, the protocol's nearest to a finish
+// reason: incomplete_details.reason ("max_output_tokens",
+// "content_filter") when it says one, else the status ("completed"); ""
+// when the response has neither. incomplete_details is read only for the
+// gateway's telemetry: one that is not the protocol's object is passed
+// over, as the answer it is in is relayed whatever it holds.
+func rrReason(status string, details jsontext.Value) string {
+	var d openai.IncompleteDetails
+	if details.Kind() == '{' && json.Unmarshal(details, &d, lenient) == nil && d.Reason != "" {
+		return d.Reason
+	}
+	return status
+}
+
 func (responsesResponses) Answer(raw []byte, m *Meta) (*Answer, error) {
 	a := &Answer{}
 	var (
-		status string
-		output jsontext.Value
+		status     string
+		output     jsontext.Value
+		incomplete jsontext.Value // incomplete_details
 	)
 	body, err := relayObject(make([]byte, 0, len(raw)+len(m.Alias)+1), raw, m.Alias, "malformed response JSON", func(mb *member) (bool, error) {
 		var err error
@@ -72,6 +87,8 @@ func (responsesResponses) Answer(raw []byte, m *Meta) (*Answer, error) {
 			}
 		case "output":
 			output = mb.value
+		case "incomplete_details":
+			incomplete = mb.value
 		case "usage":
 			a.Usage, err = rrReadUsage(mb.value)
 		}
@@ -86,6 +103,7 @@ func (responsesResponses) Answer(raw []byte, m *Meta) (*Answer, error) {
 		return nil, malformed("answer is not a response")
 	}
 	a.Body = append(body, '\n')
+	a.FinishReason = rrReason(status, incomplete)
 	if a.Usage == nil {
 		var items []openai.OutputItem
 		if err := json.Unmarshal(output, &items, lenient); err != nil {
@@ -189,15 +207,16 @@ func (s *rrStream) Event(typ, data []byte, out []Chunk) ([]Chunk, bool, error) {
 }
 
 // lifecycle relays a lifecycle event with the alias as its response's
-// model: the usage of response.completed and response.incomplete, which
-// end the stream; response.failed (or a response with an error) is the
-// provider's Failure.
+// model: the usage and the reason (rrReason) of response.completed and
+// response.incomplete, which end the stream; response.failed (or a
+// response with an error) is the provider's Failure.
 func (s *rrStream) lifecycle(name string, seq int, data []byte, out []Chunk) ([]Chunk, bool, error) {
 	c := Chunk{Event: name}
 	var w objectWriter
 	w.begin(s.buf[:0])
 	var resp []byte
 	status := ""
+	var incomplete jsontext.Value // incomplete_details, valid as long as data
 	err := eachMember(data, func(mb *member) error {
 		if mb.name != "response" {
 			w.raw(mb.rawName, mb.value)
@@ -215,6 +234,8 @@ func (s *rrStream) lifecycle(name string, seq int, data []byte, out []Chunk) ([]
 				if json.Unmarshal(m.value, &status, lenient) != nil {
 					err = rrMalformedEvent()
 				}
+			case "incomplete_details":
+				incomplete = m.value
 			}
 			return true, err
 		})
@@ -236,6 +257,9 @@ func (s *rrStream) lifecycle(name string, seq int, data []byte, out []Chunk) ([]
 	s.resp = append(s.resp[:0], resp...)
 	c.Data = s.buf[:len(s.buf):len(s.buf)]
 	done := name == openai.EventResponseCompleted || name == openai.EventResponseIncomplete
+	if done {
+		c.FinishReason = rrReason(status, incomplete)
+	}
 	return append(out, c), done, nil
 }
 

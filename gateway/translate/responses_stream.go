@@ -47,6 +47,9 @@ type rsWriter struct {
 	// incomplete is incomplete_details.reason: max_output_tokens or
 	// content_filter; "" for a whole answer.
 	incomplete string
+	// reason is why the provider stopped, in its own protocol's words: the
+	// answer's FinishReason, and the closing event's chunk's.
+	reason string
 }
 
 // rsOutItem is one output item being built: the item as it is written, and
@@ -203,9 +206,12 @@ func (w *rsWriter) toolArgs(out []Chunk, i int, s string) []Chunk {
 		SequenceNumber: w.next(), ItemID: it.item.ID, OutputIndex: i, Delta: &s}, Chunk{Commit: true, Text: s})
 }
 
-// finish records why the provider stopped, as the reason a response is
-// incomplete (rsCutByLimit, rsFiltered), "" when it is whole.
-func (w *rsWriter) finish(incomplete string) { w.incomplete = incomplete }
+// finish records why the provider stopped: reason as it said it, and
+// incomplete, the reason a response is incomplete (rsCutByLimit,
+// rsFiltered), "" when it is whole.
+func (w *rsWriter) finish(reason, incomplete string) {
+	w.reason, w.incomplete = reason, incomplete
+}
 
 // The reasons of an incomplete response.
 const (
@@ -358,7 +364,7 @@ func (w *rsWriter) end(out []Chunk, u *Usage) []Chunk {
 	if status == openai.ResponseStatusIncomplete {
 		name = openai.EventResponseIncomplete
 	}
-	return w.emit(out, name, &openai.ResponseEvent{Type: name, SequenceNumber: w.next(), Response: w.response(status, u)}, Chunk{})
+	return w.emit(out, name, &openai.ResponseEvent{Type: name, SequenceNumber: w.next(), Response: w.response(status, u)}, Chunk{FinishReason: w.reason})
 }
 
 // fail writes response.failed: the response so far, its open items as far
@@ -392,7 +398,7 @@ func (w *rsWriter) said() string {
 func (w *rsWriter) answer(u *Usage) *Answer {
 	w.closeAll(nil)
 	r := w.response(w.finalStatus(), u)
-	a := &Answer{Usage: u, Body: append(appendJSON(nil, &r), '\n')}
+	a := &Answer{Usage: u, Body: append(appendJSON(nil, &r), '\n'), FinishReason: w.reason}
 	if u == nil {
 		a.Text = w.said()
 	}

@@ -61,6 +61,15 @@ type Answer struct {
 	// Text is what the answer says (content, refusal, tool call arguments),
 	// for the gateway's own count when Usage is nil; empty otherwise.
 	Text string
+	// FinishReason is why the model stopped, as the provider said it in its
+	// own protocol, whatever protocol Body is written in: chat-completions'
+	// finish_reason ("stop", "length", "tool_calls", "content_filter"),
+	// Messages' stop_reason ("end_turn", "max_tokens", "tool_use"...), the
+	// Responses API's incomplete_details.reason or else its status
+	// (rrReason). Of an answer with several choices, the first one's. ""
+	// when the provider gave none. It is for the gateway's telemetry: Body
+	// says it already, in the caller's terms.
+	FinishReason string
 }
 
 // Chunk is one event of a stream in the caller's protocol, ready to write.
@@ -84,6 +93,15 @@ type Chunk struct {
 	// Usage is set on the chunk that reports the provider's counts, whether
 	// Data relays them or not.
 	Usage *Usage
+	// FinishReason is the provider's reason, as Answer's (of choice 0 in a
+	// chat-completions stream), set on the one chunk that tells the caller
+	// why the answer ended: chat-completions' chunk with finish_reason,
+	// Messages' message_delta, the Responses API's response.completed or
+	// .incomplete. A translated stream whose protocol says it last writes
+	// that chunk in End (Messages and Responses from a chat provider,
+	// Responses from a Messages one), so read End's chunks too. "" on every
+	// other chunk, and on that one when the provider gave no reason.
+	FinishReason string
 }
 
 // ChatPair is one (caller's generation protocol → provider protocol)

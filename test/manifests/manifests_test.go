@@ -16,6 +16,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -49,6 +50,7 @@ var common = []string{
 	"Service/llmgw-gateway",
 	"Service/llmgw-gateway-peers",
 	"PodDisruptionBudget/llmgw-gateway",
+	"NetworkPolicy/llmgw-gateway",
 	"ConfigMap/llmgw-quota-store",
 	"StatefulSet/llmgw-quota-store",
 	"Service/llmgw-quota-store",
@@ -151,6 +153,8 @@ func comparable(obj any) any {
 	case *corev1.Service:
 		return o.Spec
 	case *policyv1.PodDisruptionBudget:
+		return o.Spec
+	case *networkingv1.NetworkPolicy:
 		return o.Spec
 	case *rbacv1.Role:
 		return o.Rules

@@ -21,6 +21,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -143,6 +144,12 @@ func typed(kind string) any {
 		return &rbacv1.ClusterRoleBinding{}
 	case "CustomResourceDefinition":
 		return &apiextensionsv1.CustomResourceDefinition{}
+	case "NetworkPolicy":
+		return &networkingv1.NetworkPolicy{}
+	case "ServiceMonitor":
+		return &serviceMonitor{}
+	case "PrometheusRule":
+		return &prometheusRule{}
 	}
 	return nil
 }

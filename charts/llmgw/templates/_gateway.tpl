@@ -69,3 +69,62 @@ exits, and SIGKILL must not cut that short. */}}
 {{- end -}}
 {{- $grace -}}
 {{- end }}
+
+{{/* "true" when the gateways serve /debug/pprof (gateway.pprof.enabled).
+The flag is said once, by this value: --pprof in gateway.extraArgs is
+refused, and so are the block and mutex profile rates without it (the
+gateway would refuse to start). */}}
+{{- define "llmgw.gatewayPprof" -}}
+{{- $on := .Values.gateway.pprof.enabled | default false -}}
+{{- range $arg := .Values.gateway.extraArgs -}}
+{{- if regexMatch "^--?pprof(=.*)?$" (toString $arg) -}}
+{{- fail (printf "gateway.extraArgs: %q: set gateway.pprof.enabled instead" $arg) -}}
+{{- end -}}
+{{- if and (not $on) (regexMatch "^--?profile-(block-rate|mutex-fraction)(=.*)?$" (toString $arg)) -}}
+{{- fail (printf "gateway.extraArgs: %q needs /debug/pprof: set gateway.pprof.enabled=true" $arg) -}}
+{{- end -}}
+{{- end -}}
+{{- ternary "true" "false" (eq (toString $on) "true") -}}
+{{- end }}
+
+{{/* The gateway container's OpenTelemetry variables (gateway.tracing), as
+env entries; nothing while tracing.endpoint is empty. POD_NAMESPACE and
+POD_NAME are declared before them, so $(...) expands. */}}
+{{- define "llmgw.gatewayTracingEnv" -}}
+{{- $t := .Values.gateway.tracing | default dict -}}
+{{- with $t.endpoint }}
+{{- if not (regexMatch "^https?://[^/\\s]+" (toString .)) -}}
+{{- fail (printf "gateway.tracing.endpoint: %q: want a URL, http://host:port or https://host:port" .) -}}
+{{- end -}}
+{{- $protocols := list "grpc" "http/protobuf" -}}
+{{- if not (has (toString $t.protocol) $protocols) -}}
+{{- fail (printf "gateway.tracing.protocol: %q: want one of %s" (toString $t.protocol) (join ", " $protocols)) -}}
+{{- end -}}
+{{- $samplers := list "always_on" "always_off" "traceidratio" "parentbased_always_on" "parentbased_always_off" "parentbased_traceidratio" -}}
+{{- if not (has (toString $t.sampler) $samplers) -}}
+{{- fail (printf "gateway.tracing.sampler: %q: want one of %s" (toString $t.sampler) (join ", " $samplers)) -}}
+{{- end }}
+# OpenTelemetry traces (gateway.tracing).
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ . | quote }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ $t.protocol | quote }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ $t.sampler | quote }}
+{{- with $t.samplerArg | toString | trim }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ . | quote }}
+{{- end }}
+- name: OTEL_SERVICE_NAME
+  value: {{ $t.serviceName | default "llmgw-gateway" | quote }}
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: {{ list "k8s.namespace.name=$(POD_NAMESPACE)" "k8s.pod.name=$(POD_NAME)" (toString ($t.resourceAttributes | default "")) | compact | join "," | quote }}
+{{- with $t.headersSecret }}{{ with .name }}
+- name: OTEL_EXPORTER_OTLP_HEADERS
+  valueFrom:
+    secretKeyRef:
+      name: {{ . | quote }}
+      key: {{ $t.headersSecret.key | default "headers" | quote }}
+{{- end }}{{ end }}
+{{- end }}
+{{- end }}

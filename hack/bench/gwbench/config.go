@@ -15,6 +15,7 @@ type config struct {
 	gateways          []gatewayFlag
 	gatewayArgs       []string
 	rssBaseline       string
+	traced            map[string]bool // gateway targets that export traces
 	workloads         []Workload
 	openWorkloads     []Workload
 	rounds, warmup    int
@@ -46,6 +47,7 @@ type Settings struct {
 	Targets       []string          `json:"targets"`
 	Gateways      map[string]string `json:"gateways"` // name: binary
 	GatewayArgs   []string          `json:"gateway_args,omitempty"`
+	Traced        []string          `json:"traced,omitempty"`
 	Mocks         string            `json:"mocks"`
 	Rounds        int               `json:"rounds"`
 	Workloads     []string          `json:"workloads"`
@@ -74,6 +76,11 @@ func (c *config) settings() Settings {
 		OpenSeconds: c.openDur.Seconds(), Streams: c.streams, StreamRamp: c.streamRamp, StreamChunks: c.streamChunks,
 		StreamDelayMs: c.streamDelayMs, StreamProto: c.streamProto, MockChunks: c.chunks, LogLevel: c.gatewayLogLevel,
 		Smoke: c.smoke, Note: c.note}
+	for _, n := range c.targetNames {
+		if c.traced[n] {
+			s.Traced = append(s.Traced, n)
+		}
+	}
 	for _, w := range c.workloads {
 		s.Workloads = append(s.Workloads, w.String())
 	}
@@ -110,11 +117,12 @@ func parseConfig(args []string) (*config, error) {
 	c := &config{}
 	fs := flag.NewFlagSet("gwbench", flag.ContinueOnError)
 	var gateways gatewayFlags
-	var workloads, openWorkloads, rates, gatewayArgs string
+	var workloads, openWorkloads, rates, gatewayArgs, traced string
 	fs.StringVar(&c.mocks, "mocks", "bin/llmgw", "the llmgw binary that runs the mock providers (llmgw mockprovider)")
 	fs.Var(&gateways, "gateway", "a gateway target NAME=BINARY (an llmgw binary); repeatable (default llmgw=bin/llmgw)")
 	fs.StringVar(&gatewayArgs, "gateway-args", "", "extra `llmgw gateway` flags for every gateway target, space-separated")
 	fs.StringVar(&c.revproxy, "revproxy", "bin/bench-revproxy", "the reverse proxy binary (hack/bench/revproxy)")
+	fs.StringVar(&traced, "traced", "", "comma-separated -gateway NAMEs that export every request's spans (OTEL_TRACES_SAMPLER=always_on, OTLP/HTTP) to a local receiver (llmgw mockprovider --flavor otlp from -mocks); the others run with tracing off")
 	fs.StringVar(&c.rssBaseline, "rss-baseline", "", "a -gateway NAME whose peak RssAnon with the streams open the other gateways must stay within 1.2× of")
 	fs.StringVar(&workloads, "workloads", "alpha/json,alpha/sse,beta/json,beta/sse", "request shapes: protocol/mode")
 	fs.StringVar(&openWorkloads, "open-workloads", "", "workloads of the open loop (default: -workloads)")
@@ -171,6 +179,16 @@ func parseConfig(args []string) (*config, error) {
 		}
 		c.gatewayByName[g.name] = g.bin
 		c.targetNames = append(c.targetNames, g.name)
+	}
+	c.traced = map[string]bool{}
+	for _, n := range strings.Split(traced, ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		if c.gatewayByName[n] == "" {
+			return nil, fmt.Errorf("-traced %q is not a -gateway name", n)
+		}
+		c.traced[n] = true
 	}
 	if c.rssBaseline != "" && c.gatewayByName[c.rssBaseline] == "" {
 		return nil, fmt.Errorf("-rss-baseline %q is not a -gateway name", c.rssBaseline)

@@ -73,6 +73,8 @@ type env struct {
 	cfg         *config
 	dir         string
 	alpha, beta *mock
+	otlp        *proc  // the trace receiver of -traced gateways (nil: none)
+	otlpURL     string // its base URL
 	targets     []*target
 }
 
@@ -113,6 +115,11 @@ func (e *env) start(ctx context.Context) error {
 	}
 	if e.beta, err = e.startMock(ctx, "beta"); err != nil {
 		return err
+	}
+	if len(e.cfg.traced) > 0 {
+		if err := e.startTraceReceiver(ctx); err != nil {
+			return fmt.Errorf("trace receiver: %w", err)
+		}
 	}
 	e.targets = append(e.targets, &target{name: "direct", kind: kindDirect, command: "llmgw mockprovider (the one a request's protocol names)"})
 	rp, err := e.startRevproxy(ctx)
@@ -166,6 +173,28 @@ func (e *env) startMock(ctx context.Context, flavor string) (*mock, error) {
 	return m, waitReady(ctx, p, m.url+"/healthz", 20*time.Second)
 }
 
+// startTraceReceiver runs the OTLP receiver the -traced gateways export
+// to: `llmgw mockprovider --flavor otlp` of the mocks' binary, a process of
+// its own whose CPU is not a gateway's.
+func (e *env) startTraceReceiver(ctx context.Context) error {
+	addr, err := freePort()
+	if err != nil {
+		return err
+	}
+	if e.otlp, err = startProc(e.dir, "otlp", e.cfg.mocks, "mockprovider", "--flavor", "otlp", "--addr", addr, "--log-level", "warn"); err != nil {
+		return err
+	}
+	e.otlpURL = "http://" + addr
+	return waitReady(ctx, e.otlp, e.otlpURL+"/healthz", 20*time.Second)
+}
+
+// traceEnv is the environment of a -traced gateway: every request sampled,
+// exported over OTLP/HTTP to the local receiver.
+func (e *env) traceEnv() []string {
+	return []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + e.otlpURL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		"OTEL_TRACES_SAMPLER=always_on", "OTEL_SERVICE_NAME=llmgw-bench"}
+}
+
 func (e *env) startRevproxy(ctx context.Context) (*target, error) {
 	addr, mgmt, err := servingPorts()
 	if err != nil {
@@ -210,7 +239,12 @@ func (e *env) startGateway(ctx context.Context, g gatewayFlag) (*target, error) 
 	args := append([]string{"gateway", "--snapshot", snap, "--db", t.db, "--addr", addr, "--mgmt-addr", mgmt,
 		"--log-level", e.cfg.gatewayLogLevel, "--ip-rpm", "0"}, e.cfg.gatewayArgs...)
 	t.command = g.bin + " " + strings.ReplaceAll(strings.Join(args, " "), e.dir, "{dir}")
-	if t.proc, err = startProc(dir, g.name, g.bin, args...); err != nil {
+	var procEnv []string
+	if e.cfg.traced[g.name] {
+		procEnv = e.traceEnv()
+		t.command = "OTEL_EXPORTER_OTLP_ENDPOINT=http://{otlp} OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf OTEL_TRACES_SAMPLER=always_on " + t.command
+	}
+	if t.proc, err = startProcEnv(dir, g.name, g.bin, procEnv, args...); err != nil {
 		return nil, err
 	}
 	return t, waitReady(ctx, t.proc, t.base+"/health", 30*time.Second)
@@ -277,6 +311,11 @@ func (e *env) stop() ([]RecordRow, error) {
 			if err := m.proc.stop(15 * time.Second); err != nil {
 				errs = append(errs, err)
 			}
+		}
+	}
+	if e.otlp != nil {
+		if err := e.otlp.stop(15 * time.Second); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	e.targets = nil

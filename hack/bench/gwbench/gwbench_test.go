@@ -193,3 +193,25 @@ func TestSummaryGoalsAndReport(t *testing.T) {
 		t.Errorf("report.md lacks the goal line:\n%s", md)
 	}
 }
+
+// A traced gateway's CPU a request is compared with the first untraced
+// gateway's, workload by workload, against the 1.1× limit.
+func TestTracingGoals(t *testing.T) {
+	cfg, err := parseConfig([]string{"-gateway", "llmgw=bin/llmgw", "-gateway", "traced=bin/llmgw", "-traced", "traced"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Summary{Closed: []ClosedSummary{
+		{Workload: "alpha/json", Target: "llmgw", CPUPerReq: 100},
+		{Workload: "alpha/json", Target: "traced", CPUPerReq: 108},
+		{Workload: "alpha/sse", Target: "llmgw", CPUPerReq: 100},
+		{Workload: "alpha/sse", Target: "traced", CPUPerReq: 125},
+	}}
+	got := tracingGoals(s, cfg, "traced")
+	if len(got) != 2 || !got[0].Met || got[1].Met || float64(got[1].Measured) != 1.25 {
+		t.Fatalf("goals %+v", got)
+	}
+	if _, err := parseConfig([]string{"-traced", "nope"}); err == nil {
+		t.Fatal("-traced of an unknown gateway accepted")
+	}
+}

@@ -30,6 +30,11 @@ type proc struct {
 // SIGTERM if this process dies first, so an interrupted run leaves nothing
 // behind.
 func startProc(dir, name, bin string, args ...string) (*proc, error) {
+	return startProcEnv(dir, name, bin, nil, args...)
+}
+
+// startProcEnv is startProc with env added to this process's environment.
+func startProcEnv(dir, name, bin string, env []string, args ...string) (*proc, error) {
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -37,6 +42,9 @@ func startProc(dir, name, bin string, args ...string) (*proc, error) {
 	}
 	defer f.Close()
 	cmd := exec.Command(bin, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {

@@ -344,6 +344,7 @@ const (
 	goalAddedP50 = 1.5 // c=1 added p50 ≤ 1.5 × revproxy's added p50
 	goalOpenP99  = 2.0 // open loop p99 ≤ 2 × revproxy's, and zero errors
 	goalRSSAnon  = 1.2 // peak RssAnon with the streams open ≤ 1.2 × the baseline gateway's
+	goalTracing  = 1.1 // issue 47: CPU a request at c=8 with every request traced ≤ 1.1 × untraced
 )
 
 // evaluateGoals states each limit for every gateway target.
@@ -378,6 +379,9 @@ func evaluateGoals(s Summary, cfg *config) []Goal {
 					Limit: goalOpenP99, Detail: fmt.Sprintf("p99 %s, %d errors of %d", fmtUS(o.P99), o.Errors, o.Sent)}, m)
 			}
 		}
+		if cfg.traced[t] {
+			out = append(out, tracingGoals(s, cfg, t)...)
+		}
 		if cfg.rssBaseline == "" || t == cfg.rssBaseline {
 			continue
 		}
@@ -392,6 +396,36 @@ func evaluateGoals(s Summary, cfg *config) []Goal {
 		}
 		goal(Goal{Target: t, Name: fmt.Sprintf("peak RssAnon, %d streams open, ≤ %g× %s's", cfg.streams, goalRSSAnon, cfg.rssBaseline), Limit: goalRSSAnon,
 			Detail: fmt.Sprintf("%s against %s", fmtMB(own.PeakAnon), fmtMB(base.PeakAnon))}, ratio(float64(own.PeakAnon), float64(base.PeakAnon)))
+	}
+	return out
+}
+
+// tracingGoals compare a traced gateway's CPU a request at c=8 with the
+// first untraced gateway's, workload by workload.
+func tracingGoals(s Summary, cfg *config, traced string) []Goal {
+	base := ""
+	for _, g := range cfg.gateways {
+		if !cfg.traced[g.name] {
+			base = g.name
+			break
+		}
+	}
+	if base == "" {
+		return nil
+	}
+	var out []Goal
+	for _, c := range s.Closed {
+		if c.Target != traced {
+			continue
+		}
+		for _, b := range s.Closed {
+			if b.Target == base && b.Workload == c.Workload {
+				m := ratio(float64(c.CPUPerReq), float64(b.CPUPerReq))
+				out = append(out, Goal{Target: traced, Workload: c.Workload, Limit: goalTracing, Measured: Num(m), Met: m <= goalTracing,
+					Name:   fmt.Sprintf("CPU a request at c=%d, every request traced, ≤ %g× %s's", cfg.conc, goalTracing, base),
+					Detail: fmt.Sprintf("%s against %s a request", fmtUS(c.CPUPerReq), fmtUS(b.CPUPerReq))})
+			}
+		}
 	}
 	return out
 }
