@@ -1,7 +1,6 @@
 package kind_test
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
