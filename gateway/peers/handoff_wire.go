@@ -1,8 +1,6 @@
 package peers
 
 import (
-	"time"
-
 	"github.com/llmgw/llmgw/api/money"
 	"github.com/llmgw/llmgw/gateway/usage"
 )
@@ -68,7 +66,7 @@ func recordOf(r usage.Record) HandoffRecord {
 		ErrorType: r.ErrorType, Fallbacks: r.Fallbacks, Stream: r.Stream,
 		InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CachedInputTokens: r.CachedInputTokens,
 		ReasoningTokens: r.ReasoningTokens, CostPicos: int64(r.Cost), Currency: r.Currency, LatencyMs: r.LatencyMs,
-		CreatedAtUs: micros(r.CreatedAt), FinishedAtUs: micros(r.FinishedAt),
+		CreatedAtUs: usage.Micros(r.CreatedAt), FinishedAtUs: usage.Micros(r.FinishedAt),
 	}
 	if len(r.Attempts) > 0 {
 		h.Attempts = make([]HandoffAttempt, len(r.Attempts))
@@ -87,7 +85,7 @@ func (h HandoffRecord) usage() usage.Record {
 		ErrorType: h.ErrorType, Fallbacks: h.Fallbacks, Stream: h.Stream,
 		InputTokens: h.InputTokens, OutputTokens: h.OutputTokens, CachedInputTokens: h.CachedInputTokens,
 		ReasoningTokens: h.ReasoningTokens, Cost: money.Picos(h.CostPicos), Currency: h.Currency, LatencyMs: h.LatencyMs,
-		CreatedAt: fromMicros(h.CreatedAtUs), FinishedAt: fromMicros(h.FinishedAtUs),
+		CreatedAt: usage.FromMicros(h.CreatedAtUs), FinishedAt: usage.FromMicros(h.FinishedAtUs),
 	}
 	if len(h.Owners) == 0 {
 		r.Owners = nil // an empty object and none are one thing in the ledger
@@ -99,18 +97,4 @@ func (h HandoffRecord) usage() usage.Record {
 		}
 	}
 	return r
-}
-
-func micros(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMicro()
-}
-
-func fromMicros(us int64) time.Time {
-	if us == 0 {
-		return time.Time{}
-	}
-	return time.UnixMicro(us).UTC()
 }

@@ -193,19 +193,7 @@ func (l *Ledger) ClearHandoff(ctx context.Context) error {
 
 // bulk has the writer run b as an op of kind and waits for its commit.
 func (l *Ledger) bulk(ctx context.Context, kind opKind, b *bulkOp, what string) error {
-	o := &op{kind: kind, bulk: b, done: make(chan struct{})}
-	if err := l.enqueue(ctx, o); err != nil {
-		return fmt.Errorf("usage: %s: %w", what, err)
-	}
-	select {
-	case <-o.done:
-		if o.err != nil {
-			return fmt.Errorf("usage: %s: %w", what, o.err)
-		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("usage: %s: %w", what, ctx.Err())
-	}
+	return l.await(ctx, &op{kind: kind, bulk: b, done: make(chan struct{})}, what)
 }
 
 // applyBulk runs a hand-off op's statements in the writer's transaction.

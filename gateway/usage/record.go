@@ -203,6 +203,7 @@ func decodeOwners(s string) (map[string]string, error) {
 
 // Times are integer microseconds since the epoch: sortable, compact, and
 // free of the driver's time-format conventions. Zero time is stored as 0.
+// The peers' hand-off wire carries them the same way (Micros, FromMicros).
 func toMicros(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
@@ -216,3 +217,10 @@ func fromMicros(us int64) time.Time {
 	}
 	return time.UnixMicro(us).UTC()
 }
+
+// Micros is t as the ledger stores it: microseconds since the epoch, 0 for
+// the zero time.
+func Micros(t time.Time) int64 { return toMicros(t) }
+
+// FromMicros is Micros' inverse, in UTC.
+func FromMicros(us int64) time.Time { return fromMicros(us) }

@@ -161,7 +161,11 @@ func (l *Ledger) sync(ctx context.Context) error {
 // through queues an op of kind and waits until the writer has committed it
 // and everything queued before it (commits are FIFO).
 func (l *Ledger) through(ctx context.Context, kind opKind, what string) error {
-	o := &op{kind: kind, done: make(chan struct{})}
+	return l.await(ctx, &op{kind: kind, done: make(chan struct{})}, what)
+}
+
+// await queues o and waits until the writer has committed it.
+func (l *Ledger) await(ctx context.Context, o *op, what string) error {
 	if err := l.enqueue(ctx, o); err != nil {
 		return fmt.Errorf("usage: %s: %w", what, err)
 	}

@@ -107,6 +107,18 @@ func errOrOK(err error) string {
 	return err.Error()
 }
 
+// buildLLMGW builds the llmgw binary of the checkout at root into dir (for
+// llmgw keys create and rotate, as a user runs them) and returns its path.
+func buildLLMGW(ctx context.Context, root, dir string) string {
+	GinkgoHelper()
+	llmgw := filepath.Join(dir, "llmgw")
+	build := exec.CommandContext(ctx, goBinary(), "build", "-o", llmgw, ".")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	out, err := build.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
+	return llmgw
+}
+
 // goBinary is the go command: $GO (make passes it), else go on PATH.
 func goBinary() string {
 	if g := os.Getenv("GO"); g != "" {

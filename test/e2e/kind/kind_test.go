@@ -49,11 +49,7 @@ var _ = Describe("llmgw on kind", Ordered, ContinueOnFailure, func() {
 		tmp = GinkgoT().TempDir()
 
 		By("building llmgw (for llmgw keys create)")
-		llmgw = filepath.Join(tmp, "llmgw")
-		build := exec.CommandContext(ctx, goBinary(), "build", "-o", llmgw, ".")
-		build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-		out, err := build.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
+		llmgw = buildLLMGW(ctx, root, tmp)
 
 		By("deleting what an earlier, interrupted run may have left (objects named e2e-*/hot-*, ledger readers)")
 		deleteLeftovers(ctx, k)

@@ -7,8 +7,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
@@ -151,12 +149,8 @@ var _ = Describe("scaling the gateways with kubectl scale", Ordered, func() {
 		By("the quota store is up and the gateways are 2")
 		scaleQuotaStore(ctx, k, 1)
 		setGatewayReplicas(ctx, k, 2)
-		llmgw := filepath.Join(tmp, "llmgw")
-		build := exec.CommandContext(ctx, goBinary(), "build", "-o", llmgw, ".")
-		build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-		out, err := build.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
-		_, err = k.run(ctx, nil, "apply", "-f", filepath.Join(root, "config", "samples")+"/")
+		llmgw := buildLLMGW(ctx, root, tmp)
+		_, err := k.run(ctx, nil, "apply", "-f", filepath.Join(root, "config", "samples")+"/")
 		Expect(err).NotTo(HaveOccurred())
 		By(fmt.Sprintf("a key limited to %d requests a minute (burst %d) with a budget", rpm, burst))
 		key = createLimitedBudgetKey(ctx, k, llmgw, tmp, "e2e-scale-"+run, "1000", rpm, burst)

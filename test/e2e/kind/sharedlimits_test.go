@@ -7,8 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -73,11 +71,7 @@ var _ = Describe("limits shared across gateway replicas (quota store)", Ordered,
 		scaleQuotaStore(ctx, k, 1)
 		setGatewayReplicas(ctx, k, 2)
 
-		llmgw := filepath.Join(tmp, "llmgw")
-		build := exec.CommandContext(ctx, goBinary(), "build", "-o", llmgw, ".")
-		build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-		out, err := build.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
+		llmgw := buildLLMGW(ctx, root, tmp)
 		out2, err := k.run(ctx, nil, "apply", "-f", filepath.Join(root, "config", "samples")+"/")
 		Expect(err).NotTo(HaveOccurred())
 		GinkgoWriter.Print(out2)

@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -53,11 +51,7 @@ var _ = Describe("traces through the gateway to the provider (OTLP)", Ordered, f
 			"OTEL_TRACES_SAMPLER=parentbased_always_on", "OTEL_BSP_SCHEDULE_DELAY=500")
 		setGatewayReplicas(ctx, k, 2)
 
-		llmgw := filepath.Join(tmp, "llmgw")
-		build := exec.CommandContext(ctx, goBinary(), "build", "-o", llmgw, ".")
-		build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-		out, err := build.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "go build: %s", out)
+		llmgw := buildLLMGW(ctx, root, tmp)
 		_, err = k.run(ctx, nil, "apply", "-f", filepath.Join(root, "config", "samples")+"/")
 		Expect(err).NotTo(HaveOccurred())
 		key = createKey(ctx, k, llmgw, tmp, "e2e-trace-"+run, "*", 600, 50)
