@@ -43,3 +43,14 @@ BENCH_GO_TIME ?= 5000x
 .PHONY: bench-go
 bench-go: ## Go benchmarks with -benchmem (BENCH_GO_PKGS, default the gateway path in gateway/server; BENCH_GO_TIME)
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCH_GO_TIME) $(BENCH_GO_PKGS)
+
+# The dashboard picture of docs/operations.md, from the real dashboard JSON and
+# real data: hack/bench/dashshot/run.sh drives a few minutes of traffic through
+# the kind cluster (`make kind-up deploy` first), scrapes the gateways with a
+# local Prometheus (unpacked from Debian's package into bin/) and draws
+# charts/llmgw/dashboards/llmgw.json from it with dashshot, no Grafana needed.
+# Knobs (DASHSHOT_TRAFFIC seconds, DASHSHOT_OUT, ...): hack/bench/dashshot/README.md.
+.PHONY: dashboard-image
+dashboard-image: build ## docs/images/dashboard.png: the chart's Grafana dashboard drawn by dashshot over a few minutes of traffic on kind (make kind-up deploy first)
+	cd hack/bench && CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/dashshot ./dashshot
+	LLMGW=$(BIN)/llmgw DASHSHOT=$(BIN)/dashshot hack/bench/dashshot/run.sh
