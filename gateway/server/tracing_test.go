@@ -220,7 +220,7 @@ func (ts *traceStack) traceFor(id string) traceOf {
 func attrs(s sdktrace.ReadOnlySpan) map[string]string {
 	m := map[string]string{}
 	for _, kv := range s.Attributes() {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
@@ -250,12 +250,12 @@ func (ts *traceStack) assertNoText(texts ...string) {
 		var says []string
 		says = append(says, s.Name(), s.Status().Description)
 		for _, kv := range s.Attributes() {
-			says = append(says, string(kv.Key), kv.Value.Emit())
+			says = append(says, string(kv.Key), kv.Value.String())
 		}
 		for _, e := range s.Events() {
 			says = append(says, e.Name)
 			for _, kv := range e.Attributes {
-				says = append(says, string(kv.Key), kv.Value.Emit())
+				says = append(says, string(kv.Key), kv.Value.String())
 			}
 		}
 		all := strings.Join(says, "\x00")
@@ -424,7 +424,7 @@ func TestTraceOfAFallbackAndABreakerSkip(t *testing.T) {
 	}
 	got := map[attribute.Key]string{}
 	for _, kv := range ev[0].Attributes {
-		got[kv.Key] = kv.Value.Emit()
+		got[kv.Key] = kv.Value.String()
 	}
 	if got["llmgw.provider"] != "alpha" || got["llmgw.skip.reason"] != "circuit_open" {
 		t.Fatalf("skip event attributes %v", got)
@@ -497,7 +497,7 @@ func TestTraceOfEachEndpoint(t *testing.T) {
 	// carry (the alias, the provider model).
 	for _, s := range ts.spans.Ended() {
 		for _, kv := range s.Attributes() {
-			v := kv.Value.Emit()
+			v := kv.Value.String()
 			if len(v) < 24 {
 				continue // ids, names and numbers an answer may repeat
 			}

@@ -232,44 +232,45 @@ var (
 	kustomizeHow  string
 )
 
-// renderKustomize renders config/default once per test binary: with the
-// kubectl built from source when there is one (`kubectl kustomize`, what
-// `make deploy` runs), else in process with sigs.k8s.io/kustomize/api (the
-// library kubectl embeds, in go.mod through Helm).
+// renderKustomize renders config/default once per test binary (kustomizeBuild).
 func renderKustomize(t *testing.T) install {
 	t.Helper()
 	kustomizeOnce.Do(func() {
-		dir := filepath.Join(repo, "config", "default")
 		var out []byte
-		if k := kubectl(); k != "" {
-			kustomizeHow = k + " kustomize config/default"
-			var stderr bytes.Buffer
-			cmd := exec.Command(k, "kustomize", dir)
-			cmd.Stderr = &stderr
-			out, kustomizeErr = cmd.Output()
-			if kustomizeErr != nil {
-				kustomizeErr = fmt.Errorf("%s: %w\n%s", kustomizeHow, kustomizeErr, stderr.String())
-				return
-			}
-		} else {
-			kustomizeHow = "sigs.k8s.io/kustomize/api (krusty) on config/default; no kubectl built from source found"
-			m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
-			if err != nil {
-				kustomizeErr = fmt.Errorf("kustomize build config/default: %w", err)
-				return
-			}
-			if out, err = m.AsYaml(); err != nil {
-				kustomizeErr = err
-				return
-			}
+		out, kustomizeHow, kustomizeErr = kustomizeBuild(filepath.Join(repo, "config", "default"))
+		if kustomizeErr == nil {
+			kustomizeOut, kustomizeErr = decode("kustomize", out)
 		}
-		kustomizeOut, kustomizeErr = decode("kustomize", out)
 	})
 	if kustomizeErr != nil {
 		t.Fatal(kustomizeErr)
 	}
 	t.Logf("kustomize rendered with %s", kustomizeHow)
 	return kustomizeOut
+}
+
+// kustomizeBuild renders the kustomization in dir: with the kubectl built
+// from source when there is one (`kubectl kustomize`, what `make deploy`
+// runs), else in process with sigs.k8s.io/kustomize/api (the library kubectl
+// embeds, in go.mod through Helm). how says which.
+func kustomizeBuild(dir string) (out []byte, how string, err error) {
+	if k := kubectl(); k != "" {
+		how = k + " kustomize " + dir
+		var stderr bytes.Buffer
+		cmd := exec.Command(k, "kustomize", dir)
+		cmd.Stderr = &stderr
+		if out, err = cmd.Output(); err != nil {
+			return nil, how, fmt.Errorf("%s: %w\n%s", how, err, stderr.String())
+		}
+		return out, how, nil
+	}
+	how = "sigs.k8s.io/kustomize/api (krusty) on " + dir + "; no kubectl built from source found"
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		return nil, how, fmt.Errorf("kustomize build %s: %w", dir, err)
+	}
+	out, err = m.AsYaml()
+	return out, how, err
 }
 
 // goBin is the go command running these tests (for `go tool helm`).
@@ -343,7 +344,12 @@ func readYAML(t *testing.T, path string, v any) {
 func diffYAML(a, b any) string {
 	ya, _ := yaml.Marshal(a)
 	yb, _ := yaml.Marshal(b)
-	la, lb := strings.Split(string(ya), "\n"), strings.Split(string(yb), "\n")
+	return diffText(string(ya), string(yb))
+}
+
+// diffText shows the first ten lines where two texts differ.
+func diffText(a, b string) string {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
 	var out []string
 	for i := 0; i < len(la) || i < len(lb); i++ {
 		var x, y string
