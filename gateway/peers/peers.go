@@ -153,21 +153,43 @@ func (s *Set) Usage(ctx context.Context, keyID string, f usage.Filter, limit int
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, name := range s.Others() {
-		wg.Go(func() {
-			p, err := s.fetch(ctx, name, keyID, f, limit, cursor)
+	missing = s.each(func(name string) error {
+		p, err := s.fetch(ctx, name, keyID, f, limit, cursor)
+		if err == nil {
 			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				missing = append(missing, name)
-				return
-			}
 			pages = append(pages, p)
+			mu.Unlock()
+		}
+		return err
+	})
+	return pages, missing
+}
+
+// each runs ask for every sibling expected now, in parallel, and returns
+// the names of those it failed for. While the replica set is not known yet
+// (the StatefulSet not read since the start) every sibling is missing: the
+// answer is "<statefulset>-*", never a silently shorter one.
+func (s *Set) each(ask func(name string) error) (missing []string) {
+	m := s.cfg.Roster()
+	if !m.Known {
+		return []string{s.cfg.Self[:strings.LastIndexByte(s.cfg.Self, '-')+1] + "*"}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, name := range m.Members {
+		if name == s.cfg.Self {
+			continue
+		}
+		wg.Go(func() {
+			if err := ask(name); err != nil {
+				mu.Lock()
+				missing = append(missing, name)
+				mu.Unlock()
+			}
 		})
 	}
 	wg.Wait()
-	return pages, missing
+	return missing
 }
 
 func (s *Set) fetch(ctx context.Context, name, keyID string, f usage.Filter, limit int, cursor string) (Page, error) {

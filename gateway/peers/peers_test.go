@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmgw/llmgw/gateway/usage"
 )
@@ -102,5 +103,25 @@ func TestAuthorized(t *testing.T) {
 		if got := Authorized(r, tc.token); got != tc.want {
 			t.Errorf("Authorized(%q, %q) = %v", tc.header, tc.token, got)
 		}
+	}
+}
+
+// Before the replica set is known (the StatefulSet not read yet), no
+// sibling is asked and the answer names them all as missing: never a
+// shorter list that looks whole.
+func TestUnknownReplicaSetIsMissing(t *testing.T) {
+	client := fakeCluster(t, "tok", map[string][]string{"gw-0": {"req_1"}})
+	s, err := New(Config{Self: "gw-1", Service: "peers", Port: 9090, Token: "tok", Client: client,
+		Roster: func() Membership { return Membership{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, missing := s.Usage(context.Background(), "key-a", usage.Filter{}, 10, "")
+	if len(pages) != 0 || !slices.Equal(missing, []string{"gw-*"}) {
+		t.Fatalf("usage: pages %v missing %v, want none and [gw-*]", pages, missing)
+	}
+	sp, missing := s.Summary(context.Background(), "key-a", usage.Filter{}, "", time.Now().Add(-time.Hour), time.Now())
+	if len(sp) != 0 || !slices.Equal(missing, []string{"gw-*"}) {
+		t.Fatalf("summary: pages %v missing %v, want none and [gw-*]", sp, missing)
 	}
 }

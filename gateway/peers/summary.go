@@ -39,28 +39,25 @@ func (s *Set) Summary(ctx context.Context, keyID string, f usage.Filter, by stri
 	asked := AppliedOf(f, by)
 	asked.setQuery(q)
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, name := range s.Others() {
-		wg.Go(func() {
-			body, err := s.get(ctx, name, q)
-			if err == nil {
-				var head struct {
-					Applied Applied `json:"applied"`
-				}
-				if err = json.Unmarshal(body, &head); err == nil {
-					err = asked.check(name, head.Applied)
-				}
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				missing = append(missing, name)
-				return
-			}
-			pages = append(pages, SummaryPage{Replica: name, Body: body})
-		})
-	}
-	wg.Wait()
+	missing = s.each(func(name string) error {
+		body, err := s.get(ctx, name, q)
+		if err != nil {
+			return err
+		}
+		var head struct {
+			Applied Applied `json:"applied"`
+		}
+		if err := json.Unmarshal(body, &head); err != nil {
+			return err
+		}
+		if err := asked.check(name, head.Applied); err != nil {
+			return err
+		}
+		mu.Lock()
+		pages = append(pages, SummaryPage{Replica: name, Body: body})
+		mu.Unlock()
+		return nil
+	})
 	return pages, missing
 }
 
