@@ -40,7 +40,7 @@ func TestMainFlagErrors(t *testing.T) {
 		want string
 	}{
 		{nil, "--flavor is required"},
-		{[]string{"--flavor", "gamma"}, "want alpha or beta"},
+		{[]string{"--flavor", "gamma"}, "want alpha, beta or otlp"},
 		{[]string{"--flavor", "alpha", "extra"}, "unexpected arguments"},
 		{[]string{"--flavor", "alpha", "--default-chunks", "0"}, "at least 1"},
 		{[]string{"--flavor", "alpha", "--default-delay", "soon"}, "invalid value"},
