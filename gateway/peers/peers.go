@@ -129,17 +129,6 @@ func New(cfg Config) (*Set, error) {
 	return &Set{cfg: cfg}, nil
 }
 
-// Others are the sibling replicas expected now: the members but this one.
-func (s *Set) Others() []string {
-	var out []string
-	for _, name := range s.cfg.Roster().Members {
-		if name != s.cfg.Self {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
 // Stranded are the volumes of scaled-away replicas whose records were not
 // handed off (yet): records no replica serves, which every usage answer
 // must name.
@@ -176,10 +165,7 @@ func (s *Set) each(ask func(name string) error) (missing []string) {
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, name := range m.Members {
-		if name == s.cfg.Self {
-			continue
-		}
+	for _, name := range m.Others(s.cfg.Self) {
 		wg.Go(func() {
 			if err := ask(name); err != nil {
 				mu.Lock()

@@ -51,7 +51,7 @@ func TestUsageReportsMissingReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Others(); !slices.Equal(got, []string{"gw-0", "gw-2", "gw-3"}) {
+	if got := s.cfg.Roster().Others(s.cfg.Self); !slices.Equal(got, []string{"gw-0", "gw-2", "gw-3"}) {
 		t.Fatalf("others: %v", got)
 	}
 	pages, missing := s.Usage(context.Background(), "key-a", usage.Filter{}, 10, "")
